@@ -1,0 +1,26 @@
+"""The engine: Study API, registry, configs, run context, result store, runners, claims and report."""
+
+from genlab.harness.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claim, Evidence, by_seeds, evidence
+from genlab.harness.context import RunContext
+from genlab.harness.errors import ConfigError, GenlabError, RunError, UnknownStudyError
+from genlab.harness.study import Paper, Study, all_studies, get_study, register
+
+__all__ = [
+    "INCONCLUSIVE",
+    "NOT_REPRODUCED",
+    "REPRODUCED",
+    "Claim",
+    "ConfigError",
+    "Evidence",
+    "GenlabError",
+    "Paper",
+    "RunContext",
+    "RunError",
+    "Study",
+    "UnknownStudyError",
+    "all_studies",
+    "by_seeds",
+    "evidence",
+    "get_study",
+    "register",
+]

@@ -1,0 +1,122 @@
+"""The Study contract and the registry of studies.
+
+A study reproduces one paper's claim end to end::
+
+    @register
+    class MyStudy(Study):
+        name = "my-study"
+        paper = Paper("Title", "arXiv:2501.00000")
+
+        @dataclass
+        class Config:                # defaults = the `quick` preset
+            n: int = 200
+            seeds: int = 3
+
+        presets = {"smoke": {"n": 20, "seeds": 1}, "quick": {}, "full": {"n": 20000, "seeds": 5}}
+        claims = [Claim("error falls with n", lambda m: m["err/big"] < m["err/small"])]
+
+        def run(self, cfg, ctx) -> dict: ...          # returns JSON-able metrics
+        def figures(self, metrics, ctx) -> list[Path]: ...
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from genlab.harness.claims import Claim, Verdict
+from genlab.harness.config import build_config
+from genlab.harness.errors import ConfigError, UnknownStudyError
+
+if TYPE_CHECKING:
+    from genlab.harness.context import RunContext
+
+PRESETS = ("smoke", "quick", "full")
+
+
+@dataclass(frozen=True)
+class Paper:
+    title: str
+    arxiv: str
+    authors: str = ""
+
+    @property
+    def url(self) -> str:
+        ident = self.arxiv.removeprefix("arXiv:").strip()
+        return f"https://arxiv.org/abs/{ident}" if ident and ident[0].isdigit() else ""
+
+
+class Study:
+    """Base class of every study. Subclasses set the class attributes and implement ``run``."""
+
+    name: ClassVar[str]
+    paper: ClassVar[Paper]
+    Config: ClassVar[type]
+    presets: ClassVar[dict[str, dict[str, Any]]] = {"smoke": {}, "quick": {}, "full": {}}
+    claims: ClassVar[list[Claim]] = []
+    summary: ClassVar[str] = ""
+
+    def run(self, cfg: Any, ctx: RunContext) -> dict[str, Any]:
+        raise NotImplementedError(f"{type(self).__name__}.run")
+
+    def figures(self, metrics: Mapping[str, Any], ctx: RunContext) -> list[Path]:
+        return []
+
+    # -- helpers the harness uses -------------------------------------------------------------
+    @classmethod
+    def config(cls, preset: str = "quick", overrides: Mapping[str, Any] | None = None) -> Any:
+        if preset not in cls.presets:
+            raise ConfigError(f"study {cls.name!r} has no preset {preset!r}; presets: {', '.join(cls.presets)}")
+        return build_config(cls.Config, cls.presets[preset], overrides or {})
+
+    @classmethod
+    def verdicts(cls, metrics: Mapping[str, Any]) -> list[Verdict]:
+        return [c.evaluate(metrics) for c in cls.claims]
+
+
+_REGISTRY: dict[str, type[Study]] = {}
+_DISCOVERED = False
+
+
+def register(cls: type[Study]) -> type[Study]:
+    """Class decorator: add a study to the registry under ``cls.name``."""
+    for attr in ("name", "paper", "Config"):
+        if not hasattr(cls, attr):
+            raise TypeError(f"study {cls.__name__} must define {attr!r}")
+    missing = [p for p in PRESETS if p not in cls.presets]
+    if missing:
+        raise TypeError(f"study {cls.name!r} lacks presets {missing}")
+    existing = _REGISTRY.get(cls.name)
+    if existing is not None and existing.__qualname__ != cls.__qualname__:
+        raise TypeError(f"two studies are named {cls.name!r}: {existing.__qualname__} and {cls.__qualname__}")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def discover() -> None:
+    """Import every module under ``genlab.studies`` so their ``@register`` runs (once)."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    import genlab.studies as pkg
+
+    for mod in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."):
+        if not mod.name.rsplit(".", 1)[-1].startswith("_"):
+            importlib.import_module(mod.name)
+    _DISCOVERED = True
+
+
+def all_studies() -> dict[str, type[Study]]:
+    discover()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def get_study(name: str) -> type[Study]:
+    studies = all_studies()
+    if name not in studies:
+        raise UnknownStudyError(f"no study named {name!r}; known studies: {', '.join(studies) or '(none)'}")
+    return studies[name]

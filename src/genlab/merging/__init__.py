@@ -1,0 +1,1 @@
+"""genlab.merging."""
