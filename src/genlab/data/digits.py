@@ -36,7 +36,7 @@ def digits_split(test_fraction: float = 0.3, seed: int = 0, flat: bool = True) -
     for c in np.unique(y):
         idx = np.flatnonzero(y == c)
         rng.shuffle(idx)
-        test_idx.append(idx[: int(round(test_fraction * len(idx)))])
+        test_idx.append(idx[: round(test_fraction * len(idx))])
     test = np.zeros(len(y), bool)
     test[np.concatenate(test_idx)] = True
     return Split(x[~test], y[~test], x[test], y[test])

@@ -1,0 +1,262 @@
+"""Executing runs: one run (``run_study``), and many runs serially, on a local process pool or on Ray.
+
+Every backend calls the same :func:`execute` on a :class:`RunSpec`, so the metrics are identical for the
+same study, config and seed whatever runs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import platform
+import shutil
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from genlab.harness.claims import Verdict
+from genlab.harness.config import config_to_dict, run_hash
+from genlab.harness.context import RunContext
+from genlab.harness.errors import ConfigError, GenlabError, RunError
+from genlab.harness.io import atomic_write_json, read_json, to_jsonable
+from genlab.harness.store import DONE, clear_interrupted, is_finished, run_dir
+from genlab.harness.study import get_study
+
+Backend = Literal["serial", "local", "ray"]
+BACKENDS: tuple[str, ...] = ("serial", "local", "ray")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that identifies and places one run."""
+
+    study: str
+    preset: str = "quick"
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    root: str = "runs"
+    force: bool = False
+    device: str = "cpu"
+    quiet: bool = True
+    module: str | None = None  # module that registers the study, for studies outside genlab.studies
+
+
+@dataclass
+class RunResult:
+    study: str
+    preset: str
+    seed: int
+    run_hash: str
+    run_dir: Path
+    config: dict[str, Any]
+    metrics: dict[str, Any] = field(default_factory=dict)
+    verdicts: list[Verdict] = field(default_factory=list)
+    wall_time: float = 0.0
+    skipped: bool = False
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def resolve(spec: RunSpec) -> tuple[type, Any, str, Path]:
+    """Study class, config, hash and directory of a spec (raises ConfigError / UnknownStudyError)."""
+    if spec.module:
+        importlib.import_module(spec.module)
+    study_cls = get_study(spec.study)
+    cfg = study_cls.config(spec.preset, spec.overrides)
+    h = run_hash(study_cls.name, cfg, spec.seed)
+    return study_cls, cfg, h, run_dir(Path(spec.root), study_cls.name, spec.preset, h)
+
+
+def execute(spec: RunSpec) -> RunResult:
+    """Run one study (or read it back if already finished and not forced). Never leaves a half-written file."""
+    study_cls, cfg, h, path = resolve(spec)
+    result = RunResult(spec.study, spec.preset, spec.seed, h, path, config_to_dict(cfg))
+    if is_finished(path) and not spec.force:
+        result.metrics = read_json(path / "metrics.json")
+        result.verdicts = [Verdict.from_dict(d) for d in read_json(path / "claims.json")]
+        result.wall_time = float(read_json(path / "env.json").get("wall_time", 0.0))
+        result.skipped = True
+        return result
+    if spec.force:
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        clear_interrupted(path)
+    path.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(
+        path / "config.json",
+        {"study": study_cls.name, "preset": spec.preset, "seed": spec.seed, "hash": h, "config": config_to_dict(cfg)},
+    )
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    atomic_write_json(path / "env.json", {"status": "running", "started": started})
+    ctx = RunContext(seed=spec.seed, out_dir=path, cfg=cfg, device=spec.device, quiet=spec.quiet)
+    study = study_cls()
+    t0 = time.perf_counter()
+    metrics = to_jsonable(study.run(cfg, ctx))
+    if not isinstance(metrics, dict):
+        raise RunError(f"{study_cls.name}.run must return a dict of metrics, got {type(metrics).__name__}")
+    atomic_write_json(path / "metrics.json", metrics)
+    figures = [Path(p) for p in study.figures(metrics, ctx)]
+    verdicts = study_cls.verdicts(metrics)
+    atomic_write_json(path / "claims.json", [v.to_dict() for v in verdicts])
+    wall = time.perf_counter() - t0
+    atomic_write_json(path / "env.json", _env(spec, started, wall, figures))
+    result.metrics, result.verdicts, result.wall_time = metrics, verdicts, wall
+    return result
+
+
+def _env(spec: RunSpec, started: str, wall: float, figures: list[Path]) -> dict[str, Any]:
+    import numpy
+
+    import genlab
+
+    versions = {"python": platform.python_version(), "numpy": numpy.__version__, "genlab": genlab.__version__}
+    for name in ("torch", "scipy", "sklearn"):
+        mod = sys.modules.get(name)
+        if mod is not None:
+            versions[name] = getattr(mod, "__version__", "?")
+    return {
+        "status": DONE,
+        "started": started,
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "wall_time": round(wall, 3),
+        "seed": spec.seed,
+        "device": spec.device,
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "versions": versions,
+        "figures": [str(p.name) for p in figures],
+    }
+
+
+def execute_safely(spec: RunSpec) -> RunResult:
+    """:func:`execute`, with a failure turned into a RunResult carrying the error (for pools and Ray)."""
+    from genlab.harness.torch_setup import setup_torch
+
+    if os.environ.get("GENLAB_WORKER") == "1":
+        setup_torch(1)
+    try:
+        return execute(spec)
+    except Exception as exc:  # a failed run must not take the others down
+        try:
+            _, cfg, h, path = resolve(spec)
+            config = config_to_dict(cfg)
+        except GenlabError:
+            h, path, config = "", Path(spec.root), {}
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        return RunResult(spec.study, spec.preset, spec.seed, h, path, config, error=detail)
+
+
+def run_study(
+    study: str,
+    preset: str = "quick",
+    overrides: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    root: str | Path = "runs",
+    force: bool = False,
+    device: str = "cpu",
+    quiet: bool = True,
+) -> RunResult:
+    """Run one study in this process and return its result (raises on failure)."""
+    return execute(RunSpec(study, preset, dict(overrides or {}), seed, str(root), force, device, quiet))
+
+
+def prepare(specs: Iterable[RunSpec], backend: str = "serial", jobs: int = 1) -> list[RunSpec]:
+    """Validate a batch before any work starts: backend, jobs, study names and configs. Each spec gets the
+    module that registers its study, so worker processes can import studies registered outside genlab.studies."""
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if jobs < 1:
+        raise ConfigError(f"--jobs must be >= 1, got {jobs}")
+    return [replace(spec, module=spec.module or resolve(spec)[0].__module__) for spec in specs]
+
+
+def run_many(
+    specs: Iterable[RunSpec],
+    backend: Backend = "serial",
+    jobs: int = 1,
+    address: str | None = None,
+    on_done: Callable[[RunResult], None] | None = None,
+) -> list[RunResult]:
+    """Run specs on a backend; results come back in the order of ``specs``. Failures are results with ``error``."""
+    specs = prepare(specs, backend, jobs)
+    if backend == "serial" or (backend == "local" and (jobs == 1 or len(specs) <= 1)):
+        results = []
+        for spec in specs:
+            results.append(execute_safely(spec))
+            if on_done:
+                on_done(results[-1])
+        return results
+    if backend == "local":
+        return _run_pool(specs, jobs, on_done)
+    return _run_ray(specs, jobs, address, on_done)
+
+
+def _worker_init() -> None:
+    os.environ["GENLAB_WORKER"] = "1"
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = "1"
+
+
+def _run_pool(specs: list[RunSpec], jobs: int, on_done: Callable[[RunResult], None] | None) -> list[RunResult]:
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    results: list[RunResult | None] = [None] * len(specs)
+    ctx = mp.get_context("spawn")  # fork after torch/OpenMP initialisation is unsafe
+    with ProcessPoolExecutor(max_workers=min(jobs, len(specs)), mp_context=ctx, initializer=_worker_init) as pool:
+        futures = {pool.submit(execute_safely, spec): i for i, spec in enumerate(specs)}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            results[i] = fut.result()
+            if on_done:
+                on_done(results[i])
+    return [r for r in results if r is not None]
+
+
+def _run_ray(
+    specs: list[RunSpec], jobs: int, address: str | None, on_done: Callable[[RunResult], None] | None
+) -> list[RunResult]:
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConfigError("the ray backend needs the 'ray' package: pip install ray") from exc
+
+    started_here = not ray.is_initialized()
+    if started_here:
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "ignore_reinit_error": True}
+        if address:
+            kwargs["address"] = address
+        else:
+            kwargs["num_cpus"] = jobs
+        kwargs["runtime_env"] = {"env_vars": {"GENLAB_WORKER": "1", "OMP_NUM_THREADS": "1"}}
+        ray.init(**kwargs)
+    try:
+        remote = ray.remote(num_cpus=1)(execute_safely)
+        # Run directories are absolute so that workers on other nodes with a shared filesystem write the same store.
+        refs = [remote.remote(_absolute(spec)) for spec in specs]
+        index = {ref: i for i, ref in enumerate(refs)}
+        results: list[RunResult | None] = [None] * len(specs)
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            i = index[done[0]]
+            results[i] = ray.get(done[0])
+            if on_done:
+                on_done(results[i])
+        return [r for r in results if r is not None]
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _absolute(spec: RunSpec) -> RunSpec:
+    return replace(spec, root=str(Path(spec.root).resolve()))

@@ -1,0 +1,116 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from genlab.harness.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claim, by_seeds, evidence
+from genlab.harness.runner import RunSpec, execute, run_many, run_study
+from genlab.harness.store import finished_runs, is_finished
+
+
+def test_run_writes_the_store_and_computes_verdicts(tmp_path):
+    r = run_study("toy-mean", "smoke", seed=3, root=tmp_path)
+    d = r.run_dir
+    assert d.parent == tmp_path / "toy-mean" / "smoke"
+    for name in ("config.json", "metrics.json", "claims.json", "env.json", "records.jsonl", "figures/mean.png"):
+        assert (d / name).exists(), name
+    meta = json.loads((d / "config.json").read_text())
+    assert meta["seed"] == 3 and meta["config"]["n"] == 50
+    assert [v.verdict for v in r.verdicts] == [REPRODUCED, REPRODUCED if r.metrics["mean"] < 0 else NOT_REPRODUCED]
+    assert r.verdicts[0].numbers["err"] == pytest.approx(abs(r.metrics["mean"] - 0.5))
+    assert len((d / "records.jsonl").read_text().splitlines()) == 3
+    assert not list(d.glob("**/*.tmp"))
+
+
+def test_same_seed_same_numbers_different_seed_different(tmp_path):
+    a = run_study("toy-mean", "smoke", seed=1, root=tmp_path / "a")
+    b = run_study("toy-mean", "smoke", seed=1, root=tmp_path / "b")
+    c = run_study("toy-mean", "smoke", seed=2, root=tmp_path / "c")
+    assert a.metrics == b.metrics and a.run_hash == b.run_hash
+    assert a.metrics["mean"] != c.metrics["mean"]
+
+
+def test_finished_runs_are_skipped_unless_forced(tmp_path):
+    first = run_study("toy-mean", "smoke", root=tmp_path)
+    stamp = (first.run_dir / "env.json").stat().st_mtime_ns
+    again = run_study("toy-mean", "smoke", root=tmp_path)
+    assert again.skipped and again.metrics == first.metrics
+    assert (first.run_dir / "env.json").stat().st_mtime_ns == stamp
+    forced = run_study("toy-mean", "smoke", root=tmp_path, force=True)
+    assert not forced.skipped and forced.metrics == first.metrics
+    assert len((first.run_dir / "records.jsonl").read_text().splitlines()) == 3  # not appended twice
+
+
+def test_killed_run_leaves_finished_runs_intact_and_reruns_cleanly(tmp_path):
+    done = run_study("toy-mean", "smoke", seed=0, root=tmp_path)
+    done_bytes = {p.name: p.read_bytes() for p in done.run_dir.glob("*.json")}
+    marker = tmp_path / "started"
+    env = {**os.environ, "TOY_SLEEP": "60", "TOY_STARTED": str(marker)}
+    cmd = [sys.executable, "-c", "import toy_studies; from genlab.cli import main; main()"]
+    args = ["run", "toy-mean", "--preset", "smoke", "--seed", "1", "--root", str(tmp_path), "--quiet"]
+    proc = subprocess.Popen(cmd + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while not marker.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert marker.exists(), proc.stderr.read().decode() if proc.poll() is not None else "run never started"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    interrupted = next(p for p in (tmp_path / "toy-mean" / "smoke").iterdir() if p != done.run_dir)
+    assert not is_finished(interrupted) and not (interrupted / "metrics.json").exists()
+    assert {p.name: p.read_bytes() for p in done.run_dir.glob("*.json")} == done_bytes
+    assert [r.seed for r in finished_runs(tmp_path)] == [0]
+    rerun = run_study("toy-mean", "smoke", seed=1, root=tmp_path)
+    assert not rerun.skipped and rerun.run_dir == interrupted and is_finished(interrupted)
+    assert len((interrupted / "records.jsonl").read_text().splitlines()) == 3  # stale records were cleared
+    assert sorted(r.seed for r in finished_runs(tmp_path)) == [0, 1]
+
+
+def _specs(root, seeds=(0, 1, 2)):
+    return [RunSpec("toy-mean", "smoke", {"n": 200}, s, str(root)) for s in seeds]
+
+
+def test_process_pool_matches_serial(tmp_path):
+    serial = run_many(_specs(tmp_path / "serial"), "serial")
+    pool = run_many(_specs(tmp_path / "pool"), "local", jobs=2)
+    assert [r.metrics for r in pool] == [r.metrics for r in serial]
+    assert [r.seed for r in pool] == [0, 1, 2]
+
+
+def test_a_failing_run_does_not_stop_the_others(tmp_path):
+    specs = [*_specs(tmp_path, (0,)), RunSpec("toy-mean", "smoke", {"fail": True}, 1, str(tmp_path))]
+    results = run_many(specs, "local", jobs=2)
+    assert results[0].ok and not results[1].ok and "asked to fail" in results[1].error
+    assert not is_finished(results[1].run_dir)
+
+
+@pytest.mark.slow
+def test_ray_matches_serial(tmp_path):
+    pytest.importorskip("ray")
+    serial = run_many(_specs(tmp_path / "serial"), "serial")
+    ray_results = run_many(_specs(tmp_path / "ray"), "ray", jobs=2)
+    assert [r.metrics for r in ray_results] == [r.metrics for r in serial]
+    assert all(Path(r.run_dir).is_absolute() and is_finished(r.run_dir) for r in ray_results)
+
+
+def test_claim_verdicts_and_inconclusive_cases():
+    m = {"x": 1.0}
+    assert Claim("x>0", lambda m: m["x"] > 0).evaluate(m).verdict == REPRODUCED
+    assert Claim("x<0", lambda m: evidence(m["x"] < 0, x=m["x"])).evaluate(m).numbers == {"x": 1.0}
+    assert Claim("missing", lambda m: m["y"] > 0).evaluate(m).verdict == INCONCLUSIVE
+    assert Claim("none", lambda m: evidence(None)).evaluate(m).verdict == INCONCLUSIVE
+    assert by_seeds([True, True]).held is True and by_seeds([False, False]).held is False
+    mixed = by_seeds([True, False, True], gap=0.1)
+    assert mixed.held is None and mixed.numbers == {"seeds_held": "2/3", "gap": 0.1}
+
+
+def test_execute_rejects_non_dict_metrics(tmp_path, monkeypatch):
+    import toy_studies
+
+    monkeypatch.setattr(toy_studies.ToyMean, "run", lambda self, cfg, ctx: [1, 2])
+    with pytest.raises(Exception, match="must return a dict"):
+        execute(RunSpec("toy-mean", "smoke", root=str(tmp_path)))

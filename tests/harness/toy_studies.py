@@ -1,0 +1,65 @@
+"""Tiny studies for harness tests. Importable by worker processes (tests put this folder on PYTHONPATH)."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from genlab.harness import Claim, Paper, Study, evidence, register
+
+
+@register
+class ToyMean(Study):
+    """Estimates the mean of N(mu, 1) from n draws; the claim is that the estimate is within 4/sqrt(n)."""
+
+    name = "toy-mean"
+    paper = Paper("A toy paper", "arXiv:0000.00000")
+
+    @dataclass
+    class Config:
+        n: int = 1000
+        mu: float = 0.5
+        label: str = "x"
+        sizes: tuple[int, ...] = (10, 100)
+        fail: bool = False
+
+        def validate(self) -> None:
+            if self.n < 1:
+                raise ValueError("n must be >= 1")
+
+    presets = {"smoke": {"n": 50}, "quick": {}, "full": {"n": 100_000}}
+    claims = [
+        Claim(
+            "the sample mean is within 4/sqrt(n) of mu",
+            lambda m: evidence(abs(m["mean"] - m["mu"]) < 4 / np.sqrt(m["n"]), err=abs(m["mean"] - m["mu"])),
+        ),
+        Claim("the estimate is negative", lambda m: m["mean"] < 0),
+    ]
+
+    def run(self, cfg, ctx):
+        if cfg.fail:
+            raise RuntimeError("asked to fail")
+        x = ctx.rng("data").normal(cfg.mu, 1.0, cfg.n)
+        for i in range(3):
+            ctx.record(step=i, partial=float(x[: (i + 1) * cfg.n // 3].mean()))
+        if os.environ.get("TOY_SLEEP"):  # lets a test kill a run mid-way without changing its config hash
+            Path(os.environ["TOY_STARTED"]).write_text("started")
+            time.sleep(float(os.environ["TOY_SLEEP"]))
+        return {"mean": float(x.mean()), "mu": cfg.mu, "n": cfg.n, "nested": {"sd": float(x.std())}}
+
+    def figures(self, metrics, ctx):
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(3, 2))
+        ax.bar(["mean"], [metrics["mean"]])
+        path = ctx.figures_dir / "mean.png"
+        fig.savefig(path, dpi=50)
+        plt.close(fig)
+        return [path]
