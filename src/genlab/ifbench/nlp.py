@@ -1,0 +1,494 @@
+"""Text primitives the checkers need: sentence and word tokenisation, stop words, POS of the first token.
+
+Two data paths, chosen once per process:
+
+* **real** — the genuine NLTK resources are found on the standard NLTK search path (``NLTK_DATA``,
+  ``~/nltk_data``, ``<prefix>/nltk_data``, ``/usr/share/nltk_data``, ...): the English Punkt parameters
+  (``tokenizers/punkt_tab/english``), the English stop-word list (``corpora/stopwords/english``) and the
+  averaged-perceptron tagger (``taggers/averaged_perceptron_tagger_eng``). Verdicts then equal the reference's.
+* **offline** — nothing is installed: Punkt runs with a small abbreviation list written for this package
+  (no collocations, no orthographic statistics), the stop-word list ships as package data, and the POS of
+  the first word comes from a small rule set (see :func:`first_token_is_verb`). ``docs/ifbench.md`` gives
+  the measured disagreement per constraint.
+
+The tokenisers themselves are always NLTK's own code (``nltk.tokenize.punkt`` and
+``nltk.tokenize.destructive``). ``import nltk`` costs ~2.5 s (it pulls in scipy), so we load only those two
+modules, without running ``nltk/__init__``; if that is not possible we fall back to a normal import. The
+tagger's inference (a dot product over 14 features for one token) is re-implemented here so that
+``nltk.tag`` (which imports scipy) is never needed. Nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import re
+import sys
+import types
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "backend_info",
+    "count_words",
+    "data_mode",
+    "first_pos_tag",
+    "first_token_is_verb",
+    "nltk_search_path",
+    "regex_split_sentences",
+    "reset",
+    "sent_tokenize",
+    "stopwords",
+    "word_tokenize",
+]
+
+_PKG_DATA = Path(__file__).resolve().parent / "data"
+
+# ---------------------------------------------------------------------------------------------------------
+# NLTK data discovery
+
+
+def nltk_search_path() -> list[Path]:
+    """The directories NLTK itself searches for data, in NLTK's order (``NLTK_DATA`` first)."""
+    paths: list[Path] = []
+    env = os.environ.get("NLTK_DATA", "")
+    paths += [Path(p) for p in env.split(os.pathsep) if p]
+    nltk_mod = sys.modules.get("nltk")
+    data_mod = getattr(nltk_mod, "data", None)
+    for p in getattr(data_mod, "path", []) or []:
+        if isinstance(p, str):
+            paths.append(Path(p))
+    home = Path.home()
+    paths += [
+        home / "nltk_data",
+        Path(sys.prefix) / "nltk_data",
+        Path(sys.prefix) / "share" / "nltk_data",
+        Path(sys.prefix) / "lib" / "nltk_data",
+        Path("/usr/share/nltk_data"),
+        Path("/usr/local/share/nltk_data"),
+        Path("/usr/lib/nltk_data"),
+        Path("/usr/local/lib/nltk_data"),
+    ]
+    seen: set[Path] = set()
+    out = []
+    for p in paths:
+        if p not in seen:
+            seen.add(p)
+            out.append(p)
+    return out
+
+
+def _find_resource(rel: str) -> Path | None:
+    for root in nltk_search_path():
+        cand = root / rel
+        if cand.exists():
+            return cand
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Light loading of NLTK's tokenizer modules
+
+
+@functools.cache
+def _nltk_modules() -> tuple[Any, Any]:
+    """Return (nltk.tokenize.punkt, nltk.tokenize.destructive) without paying for ``nltk/__init__``."""
+    full = sys.modules.get("nltk")
+    if full is not None and hasattr(full, "word_tokenize"):
+        from nltk.tokenize import destructive, punkt
+
+        return punkt, destructive
+    spec = importlib.util.find_spec("nltk")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("nltk is not installed; `pip install nltk`")
+    root = spec.submodule_search_locations[0]
+    before = set(sys.modules)
+    stubs = {
+        "nltk": root,
+        "nltk.tokenize": os.path.join(root, "tokenize"),
+    }
+    try:
+        for name, path in stubs.items():
+            mod = types.ModuleType(name)
+            mod.__path__ = [path]
+            sys.modules[name] = mod
+        import nltk.tokenize.destructive as destructive
+        import nltk.tokenize.punkt as punkt
+    except Exception:  # pragma: no cover - depends on NLTK internals
+        for name in set(sys.modules) - before:
+            sys.modules.pop(name, None)
+        import nltk  # noqa: F401  (slow path)
+        from nltk.tokenize import destructive, punkt
+
+        return punkt, destructive
+    # Forget the partial package so that a later `import nltk` elsewhere runs NLTK's real __init__.
+    for name in set(sys.modules) - before:
+        if name == "nltk" or name.startswith("nltk."):
+            sys.modules.pop(name, None)
+    return punkt, destructive
+
+
+# Our own small abbreviation list for the offline Punkt path (lower case, without the final period).
+_OFFLINE_ABBREVS = {
+    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "ft", "vs", "etc", "e.g", "i.e", "cf", "al",
+    "inc", "ltd", "co", "corp", "dept", "univ", "fig", "figs", "eq", "no", "nos", "vol", "vols", "pp",
+    "ed", "eds", "approx", "est", "gen", "gov", "sen", "rep", "rev", "capt", "col", "lt", "sgt", "u.s",
+    "u.k", "u.n", "a.m", "p.m", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct",
+    "nov", "dec", "mon", "tue", "wed", "thu", "fri", "sat", "sun", "ave", "blvd", "rd", "mass", "calif",
+    "tex", "fla", "ph.d", "b.a", "m.a", "d.c", "n.y", "l.a", "a.d", "b.c",
+}
+
+
+class _State:
+    """Loaded resources (one per process)."""
+
+    def __init__(self) -> None:
+        self.mode: str | None = None  # "real" | "offline"
+        self.punkt_dir: Path | None = None
+        self.sent_tok: Any = None
+        self.word_tok: Any = None
+        self.stop: frozenset[str] | None = None
+        self.stop_source = ""
+        self.tagger: dict | None = None
+        self.tagger_source = ""
+
+
+_S = _State()
+
+
+def reset(mode: str | None = None) -> None:
+    """Drop loaded resources; ``mode`` forces "real" or "offline" (None: auto). Used by tests and benchmarks."""
+    global _S
+    _S = _State()
+    _S.mode = mode
+    _cached_sent.cache_clear()
+    _cached_words.cache_clear()
+    _cached_regex_split.cache_clear()
+
+
+def data_mode() -> str:
+    """"real" when the NLTK Punkt data is found on the search path, else "offline"."""
+    if _S.mode is None:
+        _S.punkt_dir = _find_resource("tokenizers/punkt_tab/english")
+        _S.mode = "real" if _S.punkt_dir is not None else "offline"
+    return _S.mode
+
+
+def _load_params(punkt: Any) -> Any:
+    params = punkt.PunktParameters()
+    if data_mode() == "real":
+        d = _S.punkt_dir or _find_resource("tokenizers/punkt_tab/english")
+        if d is None:
+            raise LookupError("NLTK punkt_tab/english not found on the NLTK search path")
+
+        def lines(name: str) -> list[str]:
+            with open(d / name, encoding="utf-8") as f:
+                return [ln.rstrip("\n") for ln in f]
+
+        params.abbrev_types = set(lines("abbrev_types.txt"))
+        params.sent_starters = set(lines("sent_starters.txt"))
+        params.collocations = {tuple(ln.split("\t")) for ln in lines("collocations.tab")}
+        octx: defaultdict[str, int] = defaultdict(int)
+        for ln in lines("ortho_context.tab"):
+            a, b = ln.split("\t")
+            octx[a] = int(b)
+        params.ortho_context = octx
+    else:
+        params.abbrev_types = set(_OFFLINE_ABBREVS)
+    return params
+
+
+def _plain(rx: Any, flags: int = 0) -> re.Pattern:
+    """Recompile one of NLTK's patterns with the stdlib engine.
+
+    NLTK >= 3.10 routes every pattern through ``nltk.redos`` (the third-party ``regex`` engine plus a
+    wall-clock timeout per match), which makes tokenisation ~5x slower; NLTK 3.9 (the version the IFBench
+    reference locks) used ``re``. The patterns are NLTK's own, unchanged."""
+    return re.compile(getattr(rx, "pattern", rx), flags)
+
+
+@functools.cache
+def _fast_classes() -> tuple[Any, Any]:
+    punkt, _ = _nltk_modules()
+
+    class LangVars(punkt.PunktLanguageVars):
+        re_boundary_realignment = _plain(punkt.PunktLanguageVars.re_boundary_realignment, re.MULTILINE)
+
+        def __init__(self) -> None:
+            base = punkt.PunktLanguageVars()
+            self._re_period_context = _plain(base.period_context_re(), re.UNICODE | re.VERBOSE)
+            self._re_word_tokenizer = _plain(base._word_tokenizer_re(), re.UNICODE | re.VERBOSE)
+
+    non_punct = re.compile(r"[^\W\d]", re.UNICODE)
+
+    class Token(punkt.PunktToken):
+        __slots__ = ()
+        _RE_ELLIPSIS = _plain(punkt.PunktToken._RE_ELLIPSIS)
+        _RE_NUMERIC = _plain(punkt.PunktToken._RE_NUMERIC)
+        _RE_INITIAL = _plain(punkt.PunktToken._RE_INITIAL, re.UNICODE)
+        _RE_ALPHA = _plain(punkt.PunktToken._RE_ALPHA, re.UNICODE)
+
+        @property
+        def is_non_punct(self):  # type: ignore[override]
+            return non_punct.search(self.type)
+
+    return LangVars, Token
+
+
+def _sent_tokenizer() -> Any:
+    if _S.sent_tok is None:
+        punkt, _ = _nltk_modules()
+        try:
+            lang_vars, token_cls = _fast_classes()
+            _S.sent_tok = punkt.PunktSentenceTokenizer(
+                _load_params(punkt), lang_vars=lang_vars(), token_cls=token_cls
+            )
+        except Exception:  # pragma: no cover - NLTK internals changed: use it as is
+            _S.sent_tok = punkt.PunktSentenceTokenizer(_load_params(punkt))
+    return _S.sent_tok
+
+
+def _word_tokenizer() -> Any:
+    if _S.word_tok is None:
+        _, destructive = _nltk_modules()
+        tok = destructive.NLTKWordTokenizer()
+        try:
+            for name in ("STARTING_QUOTES", "ENDING_QUOTES", "PUNCTUATION"):
+                setattr(tok, name, [(_plain(rx), sub) for rx, sub in getattr(tok, name)])
+            for name in ("PARENS_BRACKETS", "DOUBLE_DASHES"):
+                rx, sub = getattr(tok, name)
+                setattr(tok, name, (_plain(rx), sub))
+        except Exception:  # pragma: no cover
+            tok = destructive.NLTKWordTokenizer()
+        _S.word_tok = tok
+    return _S.word_tok
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached_sent(text: str) -> tuple[str, ...]:
+    return tuple(_sent_tokenizer().tokenize(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached_words(text: str) -> tuple[str, ...]:
+    wt = _word_tokenizer()
+    return tuple(tok for sent in _cached_sent(text) for tok in wt.tokenize(sent))
+
+
+def sent_tokenize(text: str) -> list[str]:
+    """``nltk.sent_tokenize(text)`` (English Punkt); memoised per text."""
+    return list(_cached_sent(text))
+
+
+def word_tokenize(text: str) -> list[str]:
+    """``nltk.word_tokenize(text)``: Punkt sentences, then NLTK's improved Treebank tokenizer; memoised."""
+    return list(_cached_words(text))
+
+
+_WORD_RE = re.compile(r"\w+")
+
+
+def count_words(text: str) -> int:
+    """Number of ``\\w+`` tokens (``nltk.RegexpTokenizer(r"\\w+")``), as IFEval/IFBench count words."""
+    return len(_WORD_RE.findall(text))
+
+
+def stopwords() -> frozenset[str]:
+    """The English stop-word list: NLTK's file when installed, else the copy shipped as package data."""
+    if _S.stop is None:
+        p = _find_resource("corpora/stopwords/english") if data_mode() == "real" else None
+        if p is None:
+            p = _PKG_DATA / "stopwords_english.txt"
+            _S.stop_source = "package"
+        else:
+            _S.stop_source = str(p)
+        with open(p, encoding="utf-8") as f:
+            _S.stop = frozenset(ln.strip() for ln in f.read().splitlines() if ln.strip())
+    return _S.stop
+
+
+# ---------------------------------------------------------------------------------------------------------
+# IFEval's regex sentence splitter (used by the IFTrain checkers of open-instruct IFEvalG)
+
+_ALPHA = "([A-Za-z])"
+_PREFIXES = "(Mr|St|Mrs|Ms|Dr)[.]"
+_SUFFIXES = "(Inc|Ltd|Jr|Sr|Co)"
+_STARTERS = (
+    r"(Mr|Mrs|Ms|Dr|Prof|Capt|Cpt|Lt|He\s|She\s|It\s|They\s|Their\s|Our\s|We\s|But\s|However\s|That\s|"
+    r"This\s|Wherever)"
+)
+_ACRONYMS = "([A-Z][.][A-Z][.](?:[A-Z][.])?)"
+_WEBSITES = "[.](com|net|org|io|gov|edu|me)"
+_DIGITS = "([0-9])"
+_RX = [
+    (re.compile(_PREFIXES), "\\1<prd>"),
+    (re.compile(_WEBSITES), "<prd>\\1"),
+    (re.compile(_DIGITS + "[.]" + _DIGITS), "\\1<prd>\\2"),
+]
+_RX_MULTI = re.compile(r"\.{2,}")
+_RX2 = [
+    (re.compile(r"\s" + _ALPHA + "[.] "), " \\1<prd> "),
+    (re.compile(_ACRONYMS + " " + _STARTERS), "\\1<stop> \\2"),
+    (re.compile(_ALPHA + "[.]" + _ALPHA + "[.]" + _ALPHA + "[.]"), "\\1<prd>\\2<prd>\\3<prd>"),
+    (re.compile(_ALPHA + "[.]" + _ALPHA + "[.]"), "\\1<prd>\\2<prd>"),
+    (re.compile(" " + _SUFFIXES + "[.] " + _STARTERS), " \\1<stop> \\2"),
+    (re.compile(" " + _SUFFIXES + "[.]"), " \\1<prd>"),
+    (re.compile(" " + _ALPHA + "[.]"), " \\1<prd>"),
+]
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached_regex_split(text: str) -> tuple[str, ...]:
+    t = " " + text + "  "
+    t = t.replace("\n", " ")
+    for rx, rep in _RX:
+        t = rx.sub(rep, t)
+    t = _RX_MULTI.sub(lambda m: "<prd>" * len(m.group(0)) + "<stop>", t)
+    if "Ph.D" in t:
+        t = t.replace("Ph.D.", "Ph<prd>D<prd>")
+    for rx, rep in _RX2:
+        t = rx.sub(rep, t)
+    if "”" in t:
+        t = t.replace(".”", "”.")
+    if '"' in t:
+        t = t.replace('."', '".')
+    if "!" in t:
+        t = t.replace('!"', '"!')
+    if "?" in t:
+        t = t.replace('?"', '"?')
+    t = t.replace(".", ".<stop>").replace("?", "?<stop>").replace("!", "!<stop>").replace("<prd>", ".")
+    sents = [s.strip() for s in t.split("<stop>")]
+    if sents and not sents[-1]:
+        sents = sents[:-1]
+    return tuple(sents)
+
+
+def regex_split_sentences(text: str) -> list[str]:
+    """IFEval's rule-based sentence splitter (``instructions_util.split_into_sentences`` in IFEval/IFEvalG)."""
+    return list(_cached_regex_split(text))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# First-token POS (words:start_verb)
+
+_START = ("-START-", "-START2-")
+_END = ("-END-", "-END2-")
+
+
+def _load_tagger() -> dict | None:
+    if data_mode() != "real":
+        return None
+    d = _find_resource("taggers/averaged_perceptron_tagger_eng")
+    if d is None:
+        return None
+    stem = "averaged_perceptron_tagger_eng"
+    with open(d / f"{stem}.weights.json", encoding="utf-8") as f:
+        weights = json.load(f)
+    with open(d / f"{stem}.tagdict.json", encoding="utf-8") as f:
+        tagdict = json.load(f)
+    with open(d / f"{stem}.classes.json", encoding="utf-8") as f:
+        classes = set(json.load(f))
+    _S.tagger_source = str(d)
+    return {"weights": weights, "tagdict": tagdict, "classes": classes}
+
+
+def _normalize(word: str) -> str:
+    if "-" in word and word[0] != "-":
+        return "!HYPHEN"
+    if word.isdigit() and len(word) == 4:
+        return "!YEAR"
+    if word and word[0].isdigit():
+        return "!DIGITS"
+    return word.lower()
+
+
+def first_pos_tag(tokens: list[str]) -> str | None:
+    """Tag of ``tokens[0]`` as ``nltk.pos_tag(tokens)[0][1]`` gives it (perceptron tagger), or None if the
+    tagger data is not installed. Only the first position is computed (it depends on tokens[0:3])."""
+    if not tokens:
+        return None
+    if _S.tagger is None:
+        _S.tagger = _load_tagger() or {}
+    tg = _S.tagger
+    if not tg:
+        return None
+    word = tokens[0]
+    tag = tg["tagdict"].get(word)
+    if tag:
+        return tag
+    ctx = [*_START, *(_normalize(w) for w in tokens[:3]), *_END]
+    i = 2
+    prev, prev2 = _START
+    feats: defaultdict[str, int] = defaultdict(int)
+    for parts in (
+        ("bias",),
+        ("i suffix", word[-3:]),
+        ("i pref1", word[0] if word else ""),
+        ("i-1 tag", prev),
+        ("i-2 tag", prev2),
+        ("i tag+i-2 tag", prev, prev2),
+        ("i word", ctx[i]),
+        ("i-1 tag+i word", prev, ctx[i]),
+        ("i-1 word", ctx[i - 1]),
+        ("i-1 suffix", ctx[i - 1][-3:]),
+        ("i-2 word", ctx[i - 2]),
+        ("i+1 word", ctx[i + 1]),
+        ("i+1 suffix", ctx[i + 1][-3:]),
+        ("i+2 word", ctx[i + 2]),
+    ):
+        feats[" ".join(parts)] += 1
+    scores: defaultdict[str, float] = defaultdict(float)
+    w = tg["weights"]
+    for feat, value in feats.items():
+        if feat not in w or value == 0:
+            continue
+        for label, weight in w[feat].items():
+            scores[label] += value * weight
+    return max(tg["classes"], key=lambda label: (scores[label], label))
+
+
+# Offline fallback: common English verbs in base / past / -ing / 3rd-person form (own list).
+_OFFLINE_VERBS = frozenset(
+    """be is are was were been being am have has had do does did make makes made go goes went get gets got
+    take takes took give gives gave say says said see sees saw know knows knew think thinks thought come
+    comes came use uses used find finds found tell tells told ask asks asked work works worked seem seems
+    seemed feel feels felt try tries tried leave leaves left call calls called imagine consider write
+    writes wrote start starts started begin begins began let lets keep keeps kept explore discover create
+    creates created build builds built learn learns learned remember picture envision embrace welcome
+    join enjoy read reads look looks looked listen follow follows followed bring brings brought turn
+    turns turned run runs ran walk walks walked open opens opened stop stops stopped help helps helped
+    show shows showed describe describes described explain explains explained understand understands
+    understood discuss consider considers considered check think choose chose pick place put set
+    understand craft design develop plan prepare gather mix combine add cook bake stir pour cut""".split()
+)
+
+
+def first_token_is_verb(tokens: list[str]) -> tuple[bool, str]:
+    """Whether the first token is tagged as a verb (Penn tag containing "VB"); returns (verdict, tag source).
+
+    With the tagger data installed this is exactly the reference's test. Offline it falls back to a word
+    list plus suffix rules (-ing, -ed, -ize, -ify, -ate), which is only an approximation."""
+    tag = first_pos_tag(tokens)
+    if tag is not None:
+        return "VB" in tag, f"tagged {tag}"
+    if not tokens:
+        return False, "no tokens"
+    w = tokens[0].lower()
+    ok = w in _OFFLINE_VERBS or (len(w) > 4 and w.endswith(("ing", "ed", "ize", "ise", "ify", "ate")))
+    return ok, "offline verb rules"
+
+
+def backend_info() -> dict[str, Any]:
+    """Where each resource came from (for reports and ``genlab ifbench setup``)."""
+    stopwords()
+    return {
+        "mode": data_mode(),
+        "punkt": str(_S.punkt_dir) if _S.punkt_dir else "offline abbreviation list",
+        "stopwords": _S.stop_source,
+        "tagger": (_S.tagger_source or str(_find_resource("taggers/averaged_perceptron_tagger_eng") or ""))
+        or "offline verb rules",
+        "search_path": [str(p) for p in nltk_search_path()],
+    }
