@@ -1,0 +1,335 @@
+"""Strict and loose scoring of responses, exactly as the IFEval / IFBench reference evaluators score them.
+
+* **strict**: an instruction is followed iff the response is non-empty after stripping and the checker accepts
+  the (unstripped) response.
+* **loose**: eight variants of the response — {as is, first line dropped, last line dropped, both dropped} ×
+  {as is, every ``*`` removed}, each stripped except the first — and the instruction is followed if the
+  checker accepts any non-empty variant. Different instructions may pass on different variants.
+* prompt-level accuracy: fraction of prompts with every instruction followed; instruction-level: pooled
+  passes / pooled instructions. A prompt with no response scores all-False and is listed in ``missing``.
+
+Unlike the reference, strict and loose do not depend on each other (the reference's loose pass only works
+because strict already dropped null kwargs in place), identical loose variants are checked once, and large
+inputs are split over worker processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from genlab.ifbench.data import PromptItem, strip_thinking
+from genlab.ifbench.registry import SEMANTICS, get
+
+__all__ = [
+    "EvalResult",
+    "InstructionResult",
+    "PromptResult",
+    "compare",
+    "evaluate",
+    "loose_variants",
+    "write_outputs",
+]
+
+VARIANT_NAMES = (
+    "full", "no_asterisks", "drop_first_line", "drop_last_line", "drop_first_and_last",
+    "no_asterisks_drop_first", "no_asterisks_drop_last", "no_asterisks_drop_both",
+)
+
+
+def loose_variants(response: str) -> list[str]:
+    """The reference's eight loose variants, in its order."""
+    r = response.split("\n")
+    first = "\n".join(r[1:]).strip()
+    last = "\n".join(r[:-1]).strip()
+    both = "\n".join(r[1:-1]).strip()
+    return [
+        response, response.replace("*", ""), first, last, both,
+        first.replace("*", ""), last.replace("*", ""), both.replace("*", ""),
+    ]
+
+
+@dataclass
+class InstructionResult:
+    """One instruction of one prompt: strict and loose verdicts, reasons, and the loose variant that passed."""
+
+    id: str
+    strict: bool
+    loose: bool
+    reason: str
+    loose_variant: str | None = None
+    skipped: bool = False
+
+
+@dataclass
+class PromptResult:
+    key: Any
+    prompt: str
+    response: str
+    instruction_id_list: list[str]
+    instructions: list[InstructionResult]
+    missing: bool = False
+
+    def follow(self, mode: str) -> list[bool]:
+        return [getattr(i, mode) for i in self.instructions if not i.skipped]
+
+    def ids(self) -> list[str]:
+        return [i.id for i in self.instructions if not i.skipped]
+
+
+@dataclass
+class EvalResult:
+    """All per-prompt results plus the run's settings; :meth:`summary` computes every aggregate."""
+
+    prompts: list[PromptResult]
+    semantics: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def matrix(self, mode: str) -> tuple[list[list[bool]], list[list[str]]]:
+        return [p.follow(mode) for p in self.prompts], [p.ids() for p in self.prompts]
+
+    def accuracy(self, mode: str) -> dict[str, float]:
+        """prompt- and instruction-level accuracy for mode "strict" or "loose"."""
+        rows, _ = self.matrix(mode)
+        rows = [r for r in rows if r]
+        n_inst = sum(len(r) for r in rows)
+        return {
+            "prompt_level": sum(all(r) for r in rows) / len(rows) if rows else float("nan"),
+            "instruction_level": sum(sum(r) for r in rows) / n_inst if n_inst else float("nan"),
+        }
+
+    def per_id(self, mode: str) -> dict[str, dict[str, float]]:
+        tot: dict[str, int] = defaultdict(int)
+        ok: dict[str, int] = defaultdict(int)
+        for p in self.prompts:
+            for i in p.instructions:
+                if i.skipped:
+                    continue
+                tot[i.id] += 1
+                ok[i.id] += bool(getattr(i, mode))
+        return {k: {"accuracy": ok[k] / tot[k], "n": tot[k]} for k in sorted(tot)}
+
+    def per_category(self, mode: str) -> dict[str, dict[str, float]]:
+        tot: dict[str, int] = defaultdict(int)
+        ok: dict[str, int] = defaultdict(int)
+        for k, v in self.per_id(mode).items():
+            c = k.split(":")[0]
+            tot[c] += int(v["n"])
+            ok[c] += round(v["accuracy"] * v["n"])
+        return {k: {"accuracy": ok[k] / tot[k], "n": tot[k]} for k in sorted(tot)}
+
+    def summary(self, *, bootstrap: int = 1000, seed: int = 0) -> dict[str, Any]:
+        """Everything a report needs: overall accuracies with bootstrap CIs, per-id and per-category tables."""
+        out: dict[str, Any] = {
+            "semantics": self.semantics,
+            "n_prompts": len(self.prompts),
+            "n_instructions": sum(len(p.ids()) for p in self.prompts),
+            "missing_responses": [p.key for p in self.prompts if p.missing],
+            "skipped_unknown_ids": sum(1 for p in self.prompts for i in p.instructions if i.skipped),
+            "settings": self.settings,
+        }
+        for mode in ("strict", "loose"):
+            acc = self.accuracy(mode)
+            if bootstrap:
+                acc["ci95"] = bootstrap_ci(self, mode, n=bootstrap, seed=seed)
+            out[mode] = acc
+            out[f"per_id_{mode}"] = self.per_id(mode)
+            out[f"per_category_{mode}"] = self.per_category(mode)
+        return out
+
+
+def _check_prompt(item: PromptItem, response: str | None, semantics: str) -> PromptResult:
+    if response is None:
+        ins = [
+            InstructionResult(cid, False, False, "no response for this prompt", skipped=j in item.unknown)
+            for j, cid in enumerate(item.instruction_id_list)
+        ]
+        return PromptResult(item.key, item.prompt, "", item.instruction_id_list, ins, missing=True)
+    variants = loose_variants(response)
+    nonempty = bool(response.strip())
+    out = []
+    for j, (cid, kw) in enumerate(zip(item.instruction_id_list, item.kwargs)):
+        if j in item.unknown:
+            out.append(InstructionResult(cid, False, False, "unknown instruction id (skipped)", skipped=True))
+            continue
+        c = get(cid)
+        if nonempty:
+            v = c.check(response, kw, semantics=semantics)
+            strict, reason = v.ok, v.reason
+        else:
+            strict, reason = False, "empty response"
+        loose, lv = strict, ("full" if strict else None)
+        if not strict:
+            seen = {response}
+            for name, text in zip(VARIANT_NAMES[1:], variants[1:]):
+                if text in seen or not text.strip():
+                    continue
+                seen.add(text)
+                if c.check(text, kw, semantics=semantics).ok:
+                    loose, lv = True, name
+                    break
+        out.append(InstructionResult(cid, strict, loose, reason, lv))
+    return PromptResult(item.key, item.prompt, response, item.instruction_id_list, out)
+
+
+def _lookup(responses: Mapping[str, str], prompt: str) -> str | None:
+    if prompt in responses:
+        return responses[prompt]
+    return responses.get(prompt.strip())
+
+
+def _worker(args: tuple[list[PromptItem], list[str | None], str]) -> list[PromptResult]:
+    items, resps, semantics = args
+    return [_check_prompt(it, r, semantics) for it, r in zip(items, resps)]
+
+
+def evaluate(
+    prompts: Sequence[PromptItem],
+    responses: Mapping[str, str],
+    *,
+    semantics: str = "reference",
+    thinking: bool = False,
+    workers: int | None = None,
+) -> EvalResult:
+    """Score ``responses`` (prompt -> response) on ``prompts``; see the module docstring.
+
+    ``thinking=True`` strips a reasoning model's thinking section first (:func:`data.strip_thinking`).
+    ``workers``: processes to use (default: 1 below 2,000 prompts, else up to 8 CPUs)."""
+    if semantics not in SEMANTICS:
+        raise ValueError(f"semantics must be one of {SEMANTICS}")
+    t0 = time.perf_counter()
+    resps = []
+    for it in prompts:
+        r = _lookup(responses, it.prompt)
+        if r is not None and thinking:
+            r = strip_thinking(r)
+        resps.append(r)
+    if workers is None:
+        workers = 1 if len(prompts) < 2000 else min(8, os.cpu_count() or 1)
+    if workers <= 1:
+        results = _worker((list(prompts), resps, semantics))
+    else:
+        import concurrent.futures as cf
+
+        k = max(1, len(prompts) // (workers * 4))
+        chunks = [(list(prompts[i : i + k]), resps[i : i + k], semantics) for i in range(0, len(prompts), k)]
+        with cf.ProcessPoolExecutor(workers) as ex:
+            results = [r for part in ex.map(_worker, chunks) for r in part]
+    settings = {"thinking_stripped": thinking, "workers": workers, "seconds": time.perf_counter() - t0}
+    return EvalResult(results, semantics, settings)
+
+
+# --------------------------------------------------------------------------------------------- bootstrap
+
+
+def _prompt_arrays(res: EvalResult, mode: str):
+    import numpy as np
+
+    rows, _ = res.matrix(mode)
+    rows = [r for r in rows if r]
+    allok = np.array([all(r) for r in rows], dtype=float)
+    passed = np.array([sum(r) for r in rows], dtype=float)
+    count = np.array([len(r) for r in rows], dtype=float)
+    return allok, passed, count
+
+
+def bootstrap_ci(res: EvalResult, mode: str, *, n: int = 1000, seed: int = 0) -> dict[str, list[float]]:
+    """95% percentile bootstrap intervals over prompts (instruction level resamples whole prompts)."""
+    import numpy as np
+
+    allok, passed, count = _prompt_arrays(res, mode)
+    if len(allok) == 0:
+        return {}
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(allok), size=(n, len(allok)))
+    pl = allok[idx].mean(axis=1)
+    il = passed[idx].sum(axis=1) / count[idx].sum(axis=1)
+    q = [2.5, 97.5]
+    return {"prompt_level": np.percentile(pl, q).tolist(), "instruction_level": np.percentile(il, q).tolist()}
+
+
+def compare(a: EvalResult, b: EvalResult, *, n: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Paired bootstrap of B − A on the same prompts: mean deltas, 95% CIs and the share of resamples with
+    B > A, for strict and loose, prompt- and instruction-level."""
+    import numpy as np
+
+    if [p.prompt for p in a.prompts] != [p.prompt for p in b.prompts]:
+        raise ValueError("compare needs two results on the same prompts in the same order")
+    rng = np.random.default_rng(seed)
+    out: dict[str, Any] = {}
+    for mode in ("strict", "loose"):
+        a_all, a_pass, cnt = _prompt_arrays(a, mode)
+        b_all, b_pass, _ = _prompt_arrays(b, mode)
+        idx = rng.integers(0, len(a_all), size=(n, len(a_all)))
+        dpl = b_all[idx].mean(1) - a_all[idx].mean(1)
+        c = cnt[idx].sum(1)
+        dil = b_pass[idx].sum(1) / c - a_pass[idx].sum(1) / c
+        for level, d, point in (
+            ("prompt_level", dpl, b_all.mean() - a_all.mean()),
+            ("instruction_level", dil, b_pass.sum() / cnt.sum() - a_pass.sum() / cnt.sum()),
+        ):
+            out[f"{mode}_{level}"] = {
+                "delta": float(point),
+                "ci95": np.percentile(d, [2.5, 97.5]).tolist(),
+                "p_b_better": float((d > 0).mean()),
+            }
+    flips = {"a_only": 0, "b_only": 0}
+    for pa, pb in zip(a.prompts, b.prompts):
+        fa, fb = all(pa.follow("loose")), all(pb.follow("loose"))
+        flips["a_only"] += fa and not fb
+        flips["b_only"] += fb and not fa
+    out["prompt_flips_loose"] = flips
+    return out
+
+
+# --------------------------------------------------------------------------------------------- outputs
+
+
+def _reference_row(p: PromptResult, mode: str) -> dict[str, Any]:
+    follow = [getattr(i, mode) for i in p.instructions]
+    # Attribute order as the reference writes it (alphabetical, from dir()).
+    return {
+        "follow_all_instructions": all(follow),
+        "follow_instruction_list": follow,
+        "instruction_id_list": p.instruction_id_list,
+        "prompt": p.prompt,
+        "response": p.response,
+    }
+
+
+def write_outputs(res: EvalResult, out_dir: str | Path, *, prefix: str = "", html: bool = True,
+                  bootstrap: int = 1000) -> dict[str, Path]:
+    """Write ``{prefix}eval_results_strict.jsonl`` / ``..._loose.jsonl`` (reference schema),
+    ``{prefix}summary.json``, ``{prefix}details.jsonl`` (per-instruction verdicts and reasons) and
+    ``{prefix}report.html``. Returns the paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, Path] = {}
+    for mode in ("strict", "loose"):
+        path = out / f"{prefix}eval_results_{mode}.jsonl"
+        with open(path, "w", encoding="utf-8") as f:
+            for p in res.prompts:
+                f.write(json.dumps(_reference_row(p, mode)) + "\n")
+        paths[mode] = path
+    summ = res.summary(bootstrap=bootstrap)
+    paths["summary"] = out / f"{prefix}summary.json"
+    paths["summary"].write_text(json.dumps(summ, indent=2, default=str), encoding="utf-8")
+    paths["details"] = out / f"{prefix}details.jsonl"
+    with open(paths["details"], "w", encoding="utf-8") as f:
+        for p in res.prompts:
+            f.write(json.dumps({
+                "key": p.key, "missing": p.missing,
+                "instructions": [i.__dict__ for i in p.instructions],
+            }, default=str) + "\n")
+    if html:
+        from genlab.ifbench.report import render_html
+
+        paths["html"] = out / f"{prefix}report.html"
+        paths["html"].write_text(render_html(res, summ), encoding="utf-8")
+    return paths
