@@ -278,6 +278,9 @@ def report_cmd(
 
 # -- tools --------------------------------------------------------------------------------------
 # Each tool's CLI module keeps its module-level imports light.
+from genlab.measures.cli import app as _bound_app  # noqa: E402
+
+app.add_typer(_bound_app, name="bound")
 
 
 def main(argv: list[str] | None = None) -> None:
