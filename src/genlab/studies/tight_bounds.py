@@ -1,0 +1,396 @@
+"""Which algorithms have tight generalization bounds? (Gastpar, Nachum, Shafer, Weinberger, arXiv:2410.01969)
+
+Part 1 reproduces the paper's numbers exactly (parity ERM, Example 1.8; the orthogonal-function construction of
+Theorem 3.2 / Lemma H.1) and measures estimability v = E[var(L | S)] of unstable and stable rules on the same
+finite family. Part 2 runs Theorem 4.3 on real learners (digits): the hold-out estimator, measured loss and
+hypothesis stability, and the tightness they allow, for ridge, an early-stopped net and long-trained nets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from genlab.harness import Claim, Paper, RunContext, Study, by_seeds, evidence, register
+from genlab.measures import estimability as est
+
+RULES = {"first_consistent": est.first_consistent, "majority_vote": est.majority_vote, "memorizer": est.memorizer}
+STABLE_LEARNERS = ("ridge", "mlp_early")
+OTHER_LEARNERS = ("mlp_long",)  # interpolates true labels; reported, not assumed either way
+UNSTABLE_LEARNERS = ("mlp_random_labels",)
+
+
+def _ridge_fit(lam: float):
+    def fit(x: np.ndarray, y: np.ndarray):
+        xa = np.hstack([x, np.ones((len(x), 1))]).astype(np.float64)
+        targets = np.eye(10)[y]
+        reg = lam * np.eye(xa.shape[1])
+        reg[-1, -1] = 0.0
+        w = np.linalg.solve(xa.T @ xa + reg, xa.T @ targets)
+        return lambda z: np.argmax(np.hstack([z, np.ones((len(z), 1))]) @ w, axis=1)
+
+    return fit
+
+
+def _mlp_fit(width: int, lr: float, steps: int, init_seed: int, order_seed: int, batch: int = 64):
+    """A one-hidden-layer MLP trained by SGD (momentum 0.9) for a fixed number of steps from a fixed
+    initialisation and a fixed order seed, so A(S₁) and A(S) share the initialisation and the step count."""
+
+    def fit(x: np.ndarray, y: np.ndarray):
+        import torch
+
+        from genlab.nn.mlp import MLP
+
+        torch.manual_seed(init_seed)
+        model = MLP(x.shape[1], (width,), 10, head_bias=True)
+        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+        xt, yt = torch.as_tensor(x), torch.as_tensor(y)
+        gen = torch.Generator().manual_seed(order_seed)
+        perm, pos = torch.randperm(len(yt), generator=gen), 0
+        for _ in range(steps):
+            if pos + batch > len(yt):
+                perm, pos = torch.randperm(len(yt), generator=gen), 0
+            idx = perm[pos : pos + batch]
+            pos += batch
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xt[idx]), yt[idx]).backward()
+            opt.step()
+        model.eval()
+
+        def predict(z: np.ndarray) -> np.ndarray:
+            with torch.no_grad():
+                return model(torch.as_tensor(z)).argmax(1).numpy()
+
+        return predict
+
+    return fit
+
+
+@register
+class TightBounds(Study):
+    name = "tight-bounds"
+    paper = Paper(
+        "Which Algorithms Have Tight Generalization Bounds?",
+        "arXiv:2410.01969",
+        "Gastpar, Nachum, Shafer, Weinberger",
+    )
+    summary = (
+        "Estimability (expected posterior variance of the loss) decides whether tight bounds exist: parity ERM and "
+        "orthogonal-class interpolators are not estimable, stable rules are, and on digits the hold-out estimator "
+        "with measured loss stability gives tight, valid intervals."
+    )
+
+    @dataclass
+    class Config:
+        parity_d: tuple[int, ...] = (20, 50, 100)
+        n_bits: int = 12  # |X'| = 2^n_bits >= 100 m^2
+        m: int = 6  # sample size of the Theorem 3.2 lab; |F| = 2^m + 1
+        draws: int = 20000
+        exact_bits: int = 3  # exact enumeration lab: 2^exact_bits functions on 2^exact_bits points
+        exact_m: int = 3
+        learners: tuple[str, ...] = ("ridge", "mlp_early", "mlp_long", "mlp_random_labels")
+        width: int = 256
+        holdout: int = 200  # k: points held out (Theorem 4.3)
+        seeds: int = 3
+        delta: float = 0.05
+        early_steps: int = 300  # ≈ 15 epochs at lr 0.01: stopped well before interpolation
+        early_lr: float = 0.01
+        long_steps: int = 600  # ≈ 30 epochs at lr 0.1: interpolates the true labels
+        long_lr: float = 0.1
+        ridge_lambda: float = 1.0
+
+        def validate(self) -> None:
+            if 2**self.m + 1 > 2**self.n_bits:
+                raise ValueError("need 2^m + 1 <= 2^n_bits functions")
+            known = STABLE_LEARNERS + OTHER_LEARNERS + UNSTABLE_LEARNERS
+            if set(self.learners) - set(known):
+                raise ValueError(f"learners must be among {known}")
+            if not 0 < self.holdout < 1000:
+                raise ValueError("holdout must lie in (0, 1000)")
+
+    presets = {
+        "smoke": {
+            "draws": 1000,
+            "seeds": 1,
+            "long_steps": 20,
+            "early_steps": 10,
+            "width": 32,
+            "exact_m": 2,
+            "parity_d": (20,),
+        },
+        "quick": {},
+        "full": {"draws": 200000, "seeds": 10, "long_steps": 10000, "width": 512},
+    }
+
+    def run(self, cfg: TightBounds.Config, ctx: RunContext) -> dict[str, Any]:
+        metrics: dict[str, Any] = {"parity": {}}
+        for d in cfg.parity_d:
+            metrics["parity"][str(d)] = {
+                "d+10": est.parity_erm_success(d + 10, d),
+                "d": est.parity_erm_success(d, d),
+                "d-1": est.parity_erm_success(d - 1, d),
+            }
+        ctx.log(f"parity ERM: {metrics['parity']}")
+
+        rng = ctx.rng("lab")
+        rows = rng.choice(2**cfg.n_bits, 2**cfg.m + 1, replace=False)
+        F = est.walsh_functions(cfg.n_bits, rows)
+        lab: dict[str, Any] = {"n_points": 2**cfg.n_bits, "n_functions": len(rows), "m": cfg.m, "draws": cfg.draws}
+        for name, rule in RULES.items():
+            r = est.estimability_mc(F, cfg.m, rule, cfg.draws, ctx.rng("lab", name))
+            lab[name] = {
+                "v": r.v,
+                "mmse": r.mmse,
+                "lemma_h1": r.lemma_h1,
+                "fail_mmse": r.fail_mmse,
+                "fail_empirical": r.fail_empirical,
+                "mean_loss": r.mean_loss,
+                "k_dist": {str(k): p for k, p in r.k_dist.items()},
+            }
+            if name == "first_consistent":
+                lab[name]["v_closed_form"] = est.orthogonal_v_closed_form(r.k_dist)
+            ctx.log(f"lab {name}: v={r.v:.5f} lemma_h1={r.lemma_h1:.3f} fail(E*)={r.fail_mmse:.3f}")
+        metrics["lab"] = lab
+
+        Fx = est.walsh_functions(cfg.exact_bits, 2**cfg.exact_bits)
+        metrics["exact"] = {}
+        for name, rule in RULES.items():
+            r = est.estimability_exact(Fx, cfg.exact_m, rule)
+            metrics["exact"][name] = {"v": r.v, "mmse": r.mmse, "lemma_h1": r.lemma_h1, "fail_mmse": r.fail_mmse}
+
+        metrics["digits"] = self._digits(cfg, ctx)
+        return metrics
+
+    def _digits(self, cfg: TightBounds.Config, ctx: RunContext) -> dict[str, list[dict[str, float]]]:
+        from genlab.data.digits import digits_split
+        from genlab.harness.torch_setup import setup_torch
+
+        setup_torch(1)
+        out: dict[str, list[dict[str, float]]] = {lrn: [] for lrn in cfg.learners}
+        for seed in range(cfg.seeds):
+            split = digits_split(0.3, seed=ctx.seed_for("split", seed))
+            for lrn in cfg.learners:
+                y = split.y_train
+                if lrn == "mlp_random_labels":
+                    y = ctx.rng("labels", seed).permutation(y)  # random labels: test error ≈ 0.9 by construction
+                init, order = ctx.seed_for("init", seed), ctx.seed_for("order", seed)
+                if lrn == "ridge":
+                    fit = _ridge_fit(cfg.ridge_lambda)
+                elif lrn == "mlp_early":
+                    fit = _mlp_fit(cfg.width, cfg.early_lr, cfg.early_steps, init, order)
+                else:
+                    fit = _mlp_fit(cfg.width, cfg.long_lr, cfg.long_steps, init, order)
+                res = est.stability_check(
+                    fit,
+                    split.x_train,
+                    y,
+                    cfg.holdout,
+                    split.x_test,
+                    split.y_test,
+                    ctx.rng("holdout", seed, lrn),
+                    cfg.delta,
+                )
+                row = {
+                    "seed": seed,
+                    "holdout": res.holdout,
+                    "alpha0": res.alpha0,
+                    "loss_s1": res.loss_s1,
+                    "test_err": res.loss_full,
+                    "loss_instability": res.loss_instability,
+                    "agreement": res.agreement,
+                    "test_acc": 1 - res.loss_full,
+                    "error": res.error,
+                    "covers": res.covers(),
+                    "width_allowed": 2 * (res.alpha0 + res.loss_instability),
+                }
+                out[lrn].append(row)
+                ctx.record(learner=lrn, **row)
+                ctx.log(
+                    f"digits {lrn} seed {seed}: test_err={res.loss_full:.3f} E(S)={res.holdout:.3f} "
+                    f"agree={res.agreement:.3f} |dL|={res.loss_instability:.4f}"
+                )
+        return out
+
+    def figures(self, metrics: dict[str, Any], ctx: RunContext) -> list[Path]:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+        ax = axes[0]
+        d_max = max(int(d) for d in metrics["parity"])
+        ms = np.arange(max(1, d_max - 8), d_max + 12)
+        ax.plot(ms - d_max, [est.parity_erm_success(int(m), d_max) for m in ms], "o-", ms=3)
+        for key, val in metrics["parity"][str(d_max)].items():
+            ax.annotate(f"{key}: {val:.3f}", ({"d+10": 10, "d": 0, "d-1": -1}[key], val), fontsize=7)
+        ax.set_xlabel(f"m − d  (d = {d_max})")
+        ax.set_ylabel("P[parity ERM is exact]")
+        ax.set_title("Example 1.8: parity ERM")
+        ax = axes[1]
+        lab = metrics["lab"]
+        names = list(RULES)
+        ax.bar(names, [lab[n]["v"] for n in names], color=["C3", "C0", "C2"])
+        ax.set_yscale("log")
+        ax.set_ylabel("v = E[var(L | S)]")
+        ax.set_title(
+            f"orthogonal lab (|F|={lab['n_functions']}, m={lab['m']})\n"
+            f"Lemma H.1 bound {lab['first_consistent']['lemma_h1']:.3f}",
+            fontsize=9,
+        )
+        ax.tick_params(axis="x", labelsize=7)
+        ax = axes[2]
+        dig = metrics["digits"]
+        for i, rows in enumerate(dig.values()):
+            err = np.array([r["test_err"] for r in rows])
+            hold = np.array([r["holdout"] for r in rows])
+            half = np.array([r["alpha0"] + r["loss_instability"] for r in rows])
+            xs = i + np.linspace(-0.15, 0.15, len(rows))
+            ax.errorbar(xs, hold, yerr=half, fmt="o", color="C0", ms=3, label="E(S) ± (α₀ + α̂₁)" if i == 0 else None)
+            ax.plot(xs, err, "kx", label="test error of A(S)" if i == 0 else None)
+            ax.plot(
+                xs,
+                [1 - r["agreement"] for r in rows],
+                "C3^",
+                ms=4,
+                label="disagreement A(S₁) vs A(S)" if i == 0 else None,
+            )
+        ax.set_xticks(range(len(dig)))
+        ax.set_xticklabels(list(dig), fontsize=7)
+        ax.set_title("digits: Theorem 4.3 hold-out intervals")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = ctx.figures_dir / "tight-bounds.png"
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        return [path]
+
+    claims = [
+        Claim(
+            "Example 1.8: parity ERM is exact w.p. >= 0.999 at m = d+10, ~0.61 at m = d, >= 0.38 at m = d-1",
+            lambda m: evidence(
+                all(
+                    v["d+10"] >= 0.999 and abs(v["d"] - 0.61) < 0.005 and v["d-1"] >= 0.38 for v in m["parity"].values()
+                ),
+                **{f"d{d}_{k}": x for d, v in m["parity"].items() for k, x in v.items()},
+            ),
+        ),
+        Claim(
+            "Theorem 3.2: on 2^m+1 orthogonal functions every estimator (posterior mean, training loss) errs by "
+            ">= 1/4 w.p. >= sum_k p_k/k >= 0.16",
+            lambda m: _lab_claim(m["lab"]),
+        ),
+        Claim(
+            "Prop. 5.2: the posterior-mean estimator's MSE equals v exactly (finite lab, every rule)",
+            lambda m: evidence(
+                max(abs(r["mmse"] - r["v"]) for r in m["exact"].values()) < 1e-12
+                and abs(m["lab"]["first_consistent"]["v"] - m["lab"]["first_consistent"]["v_closed_form"]) < 1e-12,
+                max_gap=max(abs(r["mmse"] - r["v"]) for r in m["exact"].values()),
+            ),
+        ),
+        Claim(
+            "stable rules (memorizer, majority vote) are >= 10x more estimable (smaller v) than the "
+            "F-interpolating first-consistent rule on the same family",
+            lambda m: evidence(
+                max(m["lab"]["memorizer"]["v"], m["lab"]["majority_vote"]["v"])
+                <= m["lab"]["first_consistent"]["v"] / 10,
+                v_first=m["lab"]["first_consistent"]["v"],
+                v_memorizer=m["lab"]["memorizer"]["v"],
+                v_majority=m["lab"]["majority_vote"]["v"],
+            ),
+        ),
+        Claim(
+            "Theorem 4.3 on digits: [E - a0 - a1, E + a0 + a1] covers the test error of A(S) in >= 1 - delta "
+            "of learner/seed runs",
+            lambda m: _coverage_claim(m["digits"]),
+        ),
+        Claim(
+            "ridge and the early-stopped net are more hypothesis-stable (agreement of A(S1), A(S)) than the "
+            "random-label net, in every seed",
+            lambda m: _stability_claim(m["digits"]),
+        ),
+        Claim(
+            "loss stability suffices: the random-label net is hypothesis-unstable (agreement < 0.6) yet its loss "
+            "moves less than the hold-out radius a0, so its hold-out interval still covers, in every seed",
+            lambda m: _loss_stable_claim(m["digits"]),
+        ),
+        Claim(
+            "App. L: for every net, A(S1) and A(S) agree more often than A(S) is correct, in every seed",
+            lambda m: by_seeds(
+                [
+                    all(
+                        m["digits"][lrn][s]["agreement"] > m["digits"][lrn][s]["test_acc"]
+                        for lrn in m["digits"]
+                        if lrn.startswith("mlp")
+                    )
+                    for s in range(len(next(iter(m["digits"].values()))))
+                ],
+                min_margin=min(
+                    r["agreement"] - r["test_acc"]
+                    for lrn, rows in m["digits"].items()
+                    if lrn.startswith("mlp")
+                    for r in rows
+                ),
+            ),
+        ),
+    ]
+
+
+def _lab_claim(lab):
+    fc = lab["first_consistent"]
+    se = 3 * np.sqrt(0.25 / lab["draws"])  # three Monte Carlo standard errors of a proportion
+    held = (
+        fc["lemma_h1"] >= 0.16
+        and fc["fail_mmse"] >= fc["lemma_h1"] - se
+        and fc["fail_empirical"] >= fc["lemma_h1"] - se
+    )
+    return evidence(
+        held,
+        lemma_h1=fc["lemma_h1"],
+        fail_posterior_mean=fc["fail_mmse"],
+        fail_training_loss=fc["fail_empirical"],
+        v=fc["v"],
+    )
+
+
+def _coverage_claim(dig):
+    rows = [r for rs in dig.values() for r in rs]
+    cover = float(np.mean([r["covers"] for r in rows]))
+    return evidence(
+        cover >= 0.95,
+        coverage=cover,
+        runs=len(rows),
+        mean_interval_width={k: float(np.mean([r["width_allowed"] for r in v])) for k, v in dig.items()},
+    )
+
+
+def _stability_claim(dig):
+    stable = [k for k in STABLE_LEARNERS if k in dig]
+    unstable = [k for k in UNSTABLE_LEARNERS if k in dig]
+    if not stable or not unstable:
+        return evidence(None, note="needs at least one stable and one unstable learner")
+    seeds = len(dig[stable[0]])
+    held = [
+        min(dig[k][s]["agreement"] for k in stable) > max(dig[k][s]["agreement"] for k in unstable)
+        for s in range(seeds)
+    ]
+    return by_seeds(
+        held,
+        **{f"agree_{k}": float(np.mean([r["agreement"] for r in dig[k]])) for k in dig},
+        **{f"dloss_{k}": float(np.mean([r["loss_instability"] for r in dig[k]])) for k in dig},
+    )
+
+
+def _loss_stable_claim(dig):
+    rows = dig.get("mlp_random_labels")
+    if not rows:
+        return evidence(None, note="needs the mlp_random_labels learner")
+    return by_seeds(
+        [r["agreement"] < 0.6 and r["loss_instability"] < r["alpha0"] and r["covers"] for r in rows],
+        agreement=float(np.mean([r["agreement"] for r in rows])),
+        loss_instability=float(np.mean([r["loss_instability"] for r in rows])),
+        alpha0=rows[0]["alpha0"],
+    )
