@@ -1,0 +1,155 @@
+"""The φ-curve study: its batched Monte Carlo against direct solves, the claim statistics, config and a tiny run."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from genlab.harness import RunContext
+from genlab.harness.study import get_study
+from genlab.studies.phi_curve import (
+    PhiCurve,
+    affine_fit,
+    count_peaks,
+    de_agreement,
+    digits_rf_mc,
+    power_law_problem,
+    rf_ridge_mc,
+    ridge_mc,
+    size_grid,
+)
+
+
+def test_rf_mc_equals_direct_solves_on_the_same_draws() -> None:
+    xi, beta = power_law_problem(60, 1.5, 0.4)
+    n, ps, lams, s2 = 20, [7, 20, 45], [1e-4, 0.3], 0.05
+    risk, norm = rf_ridge_mc(xi, beta, n, ps, lams, s2, reps=2, rng=np.random.default_rng(3))
+    rng = np.random.default_rng(3)  # replay the draws: one chunk holds both repetitions
+    g = rng.standard_normal((2, n, xi.size))
+    f = rng.standard_normal((2, max(ps), xi.size)) * np.sqrt(xi)
+    for rep in range(2):
+        for i, p in enumerate(ps):
+            fp = f[rep, :p]
+            z = g[rep] @ fp.T / np.sqrt(p)
+            for j, lam in enumerate(lams):
+                a = np.linalg.solve(z.T @ z + lam * np.eye(p), z.T)
+                m = fp.T @ a / np.sqrt(p)
+                y = g[rep] @ beta
+                want_r = np.sum((beta - m @ y) ** 2) + s2 * np.sum(m**2)
+                want_n = np.sum((a @ y) ** 2) + s2 * np.sum(a**2)
+                assert risk[rep, i, j] == pytest.approx(want_r, rel=1e-7)
+                assert norm[rep, i, j] == pytest.approx(want_n, rel=1e-7)
+
+
+def test_ridge_mc_equals_direct_solves_on_the_same_draws() -> None:
+    xi, beta = power_law_problem(15, 1.0, 1.0)
+    ns, lams, s2 = [6, 15, 40], [1e-3, 0.5], 0.01
+    risk, norm = ridge_mc(xi, beta, ns, lams, s2, reps=2, rng=np.random.default_rng(4))
+    rng = np.random.default_rng(4)
+    x_all = rng.standard_normal((2, max(ns), xi.size)) * np.sqrt(xi)
+    for rep in range(2):
+        for i, n in enumerate(ns):
+            x = x_all[rep, :n]
+            for j, lam in enumerate(lams):
+                a = np.linalg.solve(x.T @ x + lam * np.eye(xi.size), x.T)
+                err = a @ (x @ beta) - beta
+                want_r = err @ (xi * err) + s2 * np.sum(xi[:, None] * a**2)
+                want_n = np.sum((a @ (x @ beta)) ** 2) + s2 * np.sum(a**2)
+                assert risk[rep, i, j] == pytest.approx(want_r, rel=1e-7)
+                assert norm[rep, i, j] == pytest.approx(want_n, rel=1e-7)
+
+
+def test_digits_mc_equals_direct_ridge() -> None:
+    from scipy.special import erf
+
+    data = np.random.default_rng(0)
+    x_pool, y_pool = data.uniform(0, 1, (40, 5)), data.integers(0, 10, 40).astype(float)
+    x_test, y_test = data.uniform(0, 1, (9, 5)), data.integers(0, 10, 9).astype(float)
+    n, ps, lams = 12, [5, 30], [1e-3, 0.1]
+    risk, norm = digits_rf_mc(x_pool, y_pool, x_test, y_test, n, ps, lams, reps=1, rng=np.random.default_rng(5))
+    rng = np.random.default_rng(5)
+    idx = rng.choice(40, n, replace=False)
+    v = rng.standard_normal((1, 5, max(ps)))[0]
+    for i, p in enumerate(ps):
+        z = erf(x_pool[idx] @ v[:, :p]) / np.sqrt(p)
+        for j, lam in enumerate(lams):
+            coef = np.linalg.solve(z.T @ z + lam * np.eye(p), z.T @ y_pool[idx])
+            pred = erf(x_test @ v[:, :p]) / np.sqrt(p) @ coef
+            assert risk[0, i, j] == pytest.approx(np.mean((pred - y_test) ** 2), rel=1e-7)
+            assert norm[0, i, j] == pytest.approx(coef @ coef, rel=1e-7)
+
+
+def test_affine_fit_known_line() -> None:
+    x = np.linspace(1, 5, 9)
+    fit = affine_fit(x, 2 - 0.5 * x)
+    assert fit["slope"] == pytest.approx(-0.5) and fit["intercept"] == pytest.approx(2)
+    assert fit["r2"] == pytest.approx(1.0) and fit["max_rel_resid"] < 1e-12
+    assert affine_fit(x, x**3)["r2"] < 0.99
+
+
+def test_count_peaks_respects_order_and_noise() -> None:
+    x = np.array([5.0, 1, 2, 3, 4])  # unsorted on purpose: sorted y = 0, 1, 3, 1, 0.5
+    y = np.array([0.5, 0.0, 1.0, 3.0, 1.0])
+    assert count_peaks(x, y) == 1
+    assert count_peaks(x, y, np.full(5, 1.0), z=2.0) == 0  # the bump is within the noise
+    assert count_peaks(np.arange(6.0), np.array([1.0, 3, 1, 3, 1, 0])) == 2
+    assert count_peaks(np.arange(5.0), np.arange(5.0)) == 0
+
+
+def test_de_agreement_counts_failures_with_ci() -> None:
+    mc = np.array([1.0, 1.0, 1.0, 1.0])
+    se = np.array([0.0, 0.1, 0.0, 0.0])
+    de = np.array([1.04, 1.2, 1.1, 1.2])
+    win = np.array([False, False, False, True])
+    out = de_agreement(de, mc, se, win, tol=0.05, tol_window=0.15)
+    # 1.04 passes (4% < 5%); 1.2 passes thanks to 1.96·SE; 1.1 fails; window point 1.2 > 15% fails
+    assert out["failed"] == 2
+    assert out["max_rel_err_outside_window"] == pytest.approx(0.2)
+    assert out["max_rel_err_window"] == pytest.approx(0.2)
+
+
+def test_size_grid_contains_interpolation_point() -> None:
+    g = size_grid(100, 0.1, 4.0, 27, (0.8, 1.25))
+    assert 100 in g and g.min() == 10 and g.max() == 400
+    assert np.all(np.diff(g) > 0)
+
+
+def test_config_validation_and_registry() -> None:
+    assert get_study("phi-curve") is PhiCurve
+    cfg = PhiCurve.config("quick")
+    cfg.validate()
+    with pytest.raises(ValueError, match="window"):
+        dataclasses.replace(cfg, ratio_max=1.1).validate()
+    with pytest.raises(ValueError, match="lams"):
+        dataclasses.replace(cfg, lams=(0.0, 1.0)).validate()
+    with pytest.raises(ValueError, match="digits_p_max"):
+        dataclasses.replace(cfg, digits_p_max=300).validate()
+
+
+def test_tiny_run_metrics_claims_and_figures(tmp_path) -> None:
+    cfg = dataclasses.replace(
+        PhiCurve.config("smoke"), n=30, k=90, reps=3, num_p=9, ridge_d=20, ridge_reps=2, de_points=40,
+        sweep_lams=6, digits=False,
+    )
+    ctx = RunContext(seed=7, out_dir=tmp_path, cfg=cfg, quiet=True)
+    study = PhiCurve()
+    metrics = study.run(cfg, ctx)
+    again = study.run(cfg, RunContext(seed=7, out_dir=tmp_path / "b", cfg=cfg, quiet=True))
+    np.testing.assert_array_equal(metrics["rf"]["mc"]["risk_mean"], again["rf"]["mc"]["risk_mean"])
+    rf = metrics["rf"]
+    assert np.asarray(rf["mc"]["risk_mean"]).shape == (len(rf["ratio"]), len(cfg.lams))
+    # DE at the MC sizes is the same function as the dense curve (the curve passes through p = n)
+    assert 1.0 in set(np.round(rf["de_curve"]["ratio"], 12))
+    verdicts = PhiCurve.verdicts(metrics)
+    assert len(verdicts) == len(PhiCurve.claims)
+    assert verdicts[-1].verdict == "inconclusive"  # digits disabled
+    assert all(v.verdict in {"reproduced", "not reproduced", "inconclusive"} for v in verdicts)
+    # the DE is noise-free: its over-parameterised ridgeless branch is affine and single-peaked
+    s = metrics["summary"]["rf"]
+    assert s["fit_de"]["max_rel_resid"] < 1e-3
+    assert s["peaks_norm_axis_de"] == 0
+    paths = study.figures(metrics, ctx)
+    assert [p.name for p in paths] == ["phi-curve.png", "phi-curve-ridge.png"]
+    assert all(p.stat().st_size > 10_000 for p in paths)
