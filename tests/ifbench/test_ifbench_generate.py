@@ -10,21 +10,24 @@ from pathlib import Path
 
 import pytest
 
+from genlab.ifbench.data import PromptItem
 from genlab.ifbench.generate import (
     GenerationError,
     OpenAIChatBackend,
-    PromptItem,
     ResponseCache,
     generate_responses,
-    read_prompt_items,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from stub_openai import StubServer
 
 
+def item(prompt, messages=None):
+    return PromptItem(prompt, prompt, [], [], messages)
+
+
 def items(n):
-    return [PromptItem(f"p{i}", [{"role": "user", "content": f"p{i}"}]) for i in range(n)]
+    return [item(f"p{i}") for i in range(n)]
 
 
 def test_generates_in_order_with_concurrency_and_key_never_logged(tmp_path, monkeypatch):
@@ -43,7 +46,7 @@ def test_generates_in_order_with_concurrency_and_key_never_logged(tmp_path, monk
 
 
 def test_cache_hits_do_not_call_the_server_and_duplicates_are_asked_once(tmp_path):
-    dup = [*items(3), PromptItem("p0", [{"role": "user", "content": "p0"}])]
+    dup = [*items(3), item("p0")]
     with StubServer() as server:
         backend = OpenAIChatBackend(server.url, "m", api_key_env=None)
         cache = ResponseCache(tmp_path / "c.jsonl")
@@ -77,8 +80,9 @@ def test_killed_run_resumes_without_losing_or_repeating(tmp_path):
     cache_path = tmp_path / "c.jsonl"
     script = textwrap.dedent(f"""
         import sys
-        from genlab.ifbench.generate import OpenAIChatBackend, PromptItem, ResponseCache, generate_responses
-        items = [PromptItem(f"p{{i}}", [{{"role": "user", "content": f"p{{i}}"}}]) for i in range({n})]
+        from genlab.ifbench.data import PromptItem
+        from genlab.ifbench.generate import OpenAIChatBackend, ResponseCache, generate_responses
+        items = [PromptItem(i, f"p{{i}}", [], []) for i in range({n})]
         backend = OpenAIChatBackend(sys.argv[1], "m", api_key_env=None, concurrency=2)
         generate_responses(items, backend, ResponseCache({str(cache_path)!r}))
     """)
@@ -104,16 +108,39 @@ def test_killed_run_resumes_without_losing_or_repeating(tmp_path):
     assert len(keys) == n and max(keys.values()) == 1
 
 
-def test_read_prompt_items_both_formats_and_errors(tmp_path):
-    p = tmp_path / "p.jsonl"
-    p.write_text(
-        json.dumps({"key": 1, "prompt": "Write a poem."}) + "\n\n"
-        + json.dumps({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
-                                   {"role": "user", "content": "c"}]}) + "\n"
-    )  # fmt: skip
-    got = read_prompt_items(p)
-    assert got[0] == PromptItem("Write a poem.", [{"role": "user", "content": "Write a poem."}])
-    assert got[1].prompt == "c" and len(got[1].messages) == 3
-    p.write_text('{"prompt": "x"}\n{"nope": 1}\n')
-    with pytest.raises(ValueError, match=r"p.jsonl:2: a row needs"):
-        read_prompt_items(p)
+def test_multi_turn_messages_are_sent_whole(tmp_path):
+    turns = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]
+    with StubServer() as server:
+        rows = generate_responses([item("c", turns)], OpenAIChatBackend(server.url, "m", api_key_env=None),
+                                  ResponseCache(tmp_path / "c.jsonl"))  # fmt: skip
+    assert rows == [{"prompt": "c", "response": "echo: c"}] and server.calls == ["c"]
+
+
+def test_ifbench_run_generates_and_evaluates_end_to_end(tmp_path, capsys):
+    from genlab.cli import main
+
+    rows = [
+        {"key": 1, "prompt": "answer in lowercase", "instruction_id_list": ["change_case:english_lowercase"],
+         "kwargs": [{}]},
+        {"key": 2, "prompt": "ANSWER IN LOWERCASE", "instruction_id_list": ["change_case:english_lowercase"],
+         "kwargs": [{}]},
+        {"key": 3, "prompt": "say hi", "instruction_id_list": ["keywords:existence"],
+         "kwargs": [{"keywords": ["echo"]}]},
+    ]  # fmt: skip
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    with StubServer() as server:
+        args = ["ifbench", "run", "--prompts", str(prompts), "--out", str(out), "--base-url", server.url,
+                "--api-key-env", "", "--quiet"]  # fmt: skip
+        with pytest.raises(SystemExit) as info:
+            main(args)
+            raise SystemExit(0)
+        assert info.value.code in (0, None)
+        assert len(server.calls) == 3
+    strict = [json.loads(line) for line in (out / "eval_results_strict.jsonl").read_text().splitlines()]
+    assert [r["follow_all_instructions"] for r in strict] == [True, False, True]
+    assert [json.loads(line)["response"] for line in (out / "responses.jsonl").read_text().splitlines()] == [
+        "echo: answer in lowercase", "echo: ANSWER IN LOWERCASE", "echo: say hi",
+    ]  # fmt: skip
+    assert (out / "report.html").exists() and "strict prompt-level  66.67" in capsys.readouterr().out

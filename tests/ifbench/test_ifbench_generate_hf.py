@@ -4,9 +4,9 @@ import pytest
 
 transformers = pytest.importorskip("transformers")
 
+from genlab.ifbench.data import PromptItem  # noqa: E402
 from genlab.ifbench.generate import (  # noqa: E402
     GenerationError,
-    PromptItem,
     ResponseCache,
     TransformersBackend,
     generate_responses,
@@ -43,7 +43,7 @@ def tiny_model(tmp_path_factory):
 
 def test_batched_greedy_generation_is_deterministic_and_resumable(tiny_model, tmp_path):
     prompts = ["write a poem", "a short story about the cat", "please", "dog"]
-    items = [PromptItem(p, [{"role": "user", "content": p}]) for p in prompts]
+    items = [PromptItem(p, p, [], []) for p in prompts]
     backend = TransformersBackend(str(tiny_model), batch_size=3, max_new_tokens=5)
     rows = generate_responses(items, backend, ResponseCache(tmp_path / "c.jsonl"))
     assert [r["prompt"] for r in rows] == prompts

@@ -23,16 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from genlab.ifbench.data import PromptItem
+
 Messages = list[dict[str, str]]
 
 __all__ = [
     "GenerationError",
     "OpenAIChatBackend",
-    "PromptItem",
     "ResponseCache",
     "TransformersBackend",
     "generate_responses",
-    "read_prompt_items",
+    "messages_of",
 ]
 
 
@@ -40,36 +41,9 @@ class GenerationError(RuntimeError):
     """A request that failed for good (after retries, or a non-retryable HTTP error)."""
 
 
-@dataclass(frozen=True)
-class PromptItem:
-    """One prompt to answer: ``prompt`` is the join key of the responses file; ``messages`` is what is sent."""
-
-    prompt: str
-    messages: Messages
-
-
-def read_prompt_items(path: str | Path) -> list[PromptItem]:
-    """Prompts from an IFEval/IFBench JSONL file: rows with ``prompt`` (single turn) or ``messages`` (multi-turn;
-    the join key is then the last user message)."""
-    items = []
-    path = Path(path)
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-            if isinstance(row.get("messages"), list) and row["messages"]:
-                messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in row["messages"]]
-                key = row.get("prompt") or next(m["content"] for m in reversed(messages) if m["role"] == "user")
-            elif isinstance(row.get("prompt"), str):
-                key, messages = row["prompt"], [{"role": "user", "content": row["prompt"]}]
-            else:
-                raise ValueError(f"{path}:{lineno}: a row needs a 'prompt' string or a 'messages' list")
-            items.append(PromptItem(key, messages))
-    return items
+def messages_of(item: PromptItem) -> Messages:
+    """What is sent for a prompt: its multi-turn ``messages`` if it has them, else one user turn."""
+    return item.messages or [{"role": "user", "content": item.prompt}]
 
 
 class ResponseCache:
@@ -298,7 +272,8 @@ def generate_responses(
     """Answer every item (cached ones are not asked again), then write ``out`` as IFEval-style
     ``{"prompt", "response"}`` JSONL in the items' order. ``progress(done, total)`` is called as work finishes."""
     items = list(items)
-    keys = [ResponseCache.key(backend.identity, it.messages) for it in items]
+    messages = [messages_of(it) for it in items]
+    keys = [ResponseCache.key(backend.identity, m) for m in messages]
     todo = [i for i, k in enumerate(keys) if cache.get(k) is None]
     unique_todo = list({keys[i]: i for i in reversed(todo)}.values())[::-1]  # identical prompts are asked once
     copies = Counter(keys[i] for i in todo)
@@ -315,7 +290,7 @@ def generate_responses(
             progress(done, len(items))
 
     if unique_todo:
-        backend.generate_many([items[i].messages for i in unique_todo], on_each)
+        backend.generate_many([messages[i] for i in unique_todo], on_each)
     rows = [{"prompt": it.prompt, "response": cache.get(k) or ""} for it, k in zip(items, keys)]
     if out is not None:
         _write_jsonl_atomic(Path(out), rows)
