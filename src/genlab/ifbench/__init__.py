@@ -32,11 +32,15 @@ from genlab.ifbench.registry import (
 def __getattr__(name: str):
     # Lazy re-exports so `import genlab.ifbench` stays cheap.
     if name in {"load_prompts", "load_responses", "parse_ground_truth", "strip_thinking", "PromptItem", "DataError"}:
-        from genlab.ifbench import data
+        import importlib
+
+        data = importlib.import_module("genlab.ifbench.data")
 
         return getattr(data, name)
     if name in {"evaluate", "write_outputs", "compare", "loose_variants", "EvalResult"}:
-        from genlab.ifbench import evaluate as ev
+        import importlib
+
+        ev = importlib.import_module("genlab.ifbench.evaluator")
 
         return getattr(ev, name)
     raise AttributeError(f"module 'genlab.ifbench' has no attribute {name!r}")

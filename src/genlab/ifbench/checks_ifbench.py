@@ -861,13 +861,22 @@ def _capitals(t, kw, fixed):
     return True, "the 27 capitals in order"
 
 
+def _csv_rows(t: str, **kw) -> list[list[str]] | None:
+    try:
+        return list(csv.reader(io.StringIO(t), **kw))
+    except csv.Error:
+        return None
+
+
 @register(
     "custom:csv_city", "ifbench", "CSV with header ID,Country,City,Year,Count and 7 rows",
     describe=lambda kw: 'Produce CSV with the columns ["ID", "Country", "City", "Year", "Count"], comma-'
     "delimited, and 7 data rows.",
 )
 def _csv_city(t, kw, fixed):
-    data = list(csv.reader(io.StringIO(t)))
+    data = _csv_rows(t)
+    if data is None:
+        return False, "not parseable as CSV (the reference raises here)"
     if len(data) != 8:
         return False, f"{len(data)} CSV rows including header (needs 8)"
     if data[0] != ["ID", "Country", "City", "Year", "Count"]:
@@ -891,7 +900,9 @@ def _csv_special(t, kw, fixed):
         header,
     ):
         return False, f"header is {header[:60]!r}"
-    data = list(csv.reader(io.StringIO(t.replace('"', '"""'))))
+    data = _csv_rows(t.replace('"', '"""'))
+    if data is None:
+        return False, "not parseable as CSV (the reference raises here)"
     if len(data) != 15:
         return False, f"{len(data)} CSV rows including header (needs 15)"
     for i, row in enumerate(data[1:], 1):
@@ -915,7 +926,9 @@ def _csv_quotes(t, kw, fixed):
         header,
     ):
         return False, f"header is {header[:60]!r}"
-    data = list(csv.reader(io.StringIO(t.replace('"', '"""')), delimiter="\t"))
+    data = _csv_rows(t.replace('"', '"""'), delimiter="\t")
+    if data is None:
+        return False, "not parseable as CSV (the reference raises here)"
     if len(data) != 4:
         return False, f"{len(data)} rows including header (needs 4)"
     for i, row in enumerate(data):

@@ -55,7 +55,7 @@ def eval_cmd(
 ) -> None:
     """Score responses strictly and loosely, as the IFEval/IFBench reference does."""
     from genlab.ifbench.data import DataError, load_prompts, load_responses
-    from genlab.ifbench.evaluate import compare, evaluate, write_outputs
+    from genlab.ifbench.evaluator import compare, evaluate, write_outputs
 
     if semantics not in ("reference", "fixed"):
         raise typer.BadParameter("--semantics must be 'reference' or 'fixed'")

@@ -208,7 +208,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "ratio:sentence_balance": {
         "kwargs": {},
         "passing": ["Yes. Why? Wow!", "I go. Why? Wow! We stay. How? Great!", "no end marks"],
-        "failing": ["Yes. Why?", "Wow! Wow!", "A. B? C! D."],
+        "failing": ["Yes. Why?", "Wow! Wow!", "Yes. Why? Wow! Done."],
         "differs": [("no end marks", True, False)],
     },
     "count:conjunctions": {
@@ -254,7 +254,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "sentence:alliteration_increment": {
         "kwargs": {},
         "passing": ["Hello world. Big bad wolf. Super silly snakes slither.", "One.", "A x. Red rose."],
-        "failing": ["Big bad wolf. Hello world.", "Red rose. Tall tree.", "A x. B y."],
+        "failing": ["Big bad wolf. Hello world.", "Red rose. Tall tree.", "Big bear. Tall oak."],
     },
     "words:palindrome": {
         "kwargs": {},
@@ -339,7 +339,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "words:last_first": {
         "kwargs": {},
         "passing": ["I like cats. Cats like fish. Fish swim.", "One sentence only.", "Go home. Home is nice."],
-        "failing": ["I like cats. Dogs like fish.", "A b. C d.", "Go home. Away now."],
+        "failing": ["I like cats. Dogs like fish.", "Cats run. Dogs bark.", "Go home. Away now."],
     },
     "words:paragraph_last_first": {
         "kwargs": {},
@@ -349,7 +349,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "sentence:increment": {
         "kwargs": {"small_n": 1},
         "passing": ["Go. Go now. Go now please.", "One.", "I ran. I ran far."],
-        "failing": ["Go now. Go.", "A. B c d.", "I ran. I ran. I ran."],
+        "failing": ["Go now. Go.", "I ran. We all ran fast.", "I ran. I ran. I ran."],
     },
     "words:no_consecutive": {
         "kwargs": {},
@@ -460,7 +460,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "words:keywords_specific_position": {
         "kwargs": {"keyword": "apple", "n": 2, "m": 3},
-        "passing": ["Hi. I ate apple pie.", "One. We, like apple.", "X. A b APPLE c."],
+        "passing": ["Hi. I ate apple pie.", "One. We, like apple.", "Hey. A b APPLE c."],
         "failing": ["Hi. I apple.", "I ate apple.", "Hi. I ate an apple."],
     },
     "words:words_position": {

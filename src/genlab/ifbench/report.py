@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from genlab.ifbench.evaluate import EvalResult
+from genlab.ifbench.evaluator import EvalResult
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}

@@ -1,0 +1,258 @@
+"""Speed and parity benchmark for genlab.ifbench.
+
+    NLTK_DATA=../shared/nltk_data python benchmarks/bench_ifbench.py [--ref-ifeval DIR] [--reps 3]
+
+For each official prompt file (IFBench test, 300 prompts; IFEval, 541 prompts, both from ``../shared/data``) it
+builds a deterministic synthetic response set (a mix of prose, markdown, lists, JSON, quotes, emoji, CJK,
+all-caps / lowercase text and copies of the prompt, ~0.3–2 kB per response), then reports
+
+* warm strict+loose time of ``genlab.ifbench.evaluate`` (best of ``--reps``, after one warm-up run);
+* end-to-end time of ``python -m genlab.ifbench.cli eval --prompts P --responses R`` (process start included);
+* the offline-vs-real-data agreement: verdicts with NLTK data removed from the search path vs with it;
+* optionally (``--ref-ifeval DIR``: a folder holding ``lm_eval/tasks/ifeval/*.py`` extracted from the
+  ``lm-eval`` wheel, i.e. Google's IFEval checkers) instruction-level agreement with that reference on the
+  IFEval file and the reference's own warm time with langdetect seeded.
+
+Last results are recorded in docs/ifbench.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT / ".." / "shared"
+FILES = {
+    "ifbench": SHARED / "data" / "ifbench" / "IFBench_test.jsonl",
+    "ifeval": SHARED / "data" / "ifeval" / "input_data.jsonl",
+}
+
+_PROSE = [
+    "The river runs past the old mill, and the children play in the shallow water near the bridge.",
+    "In 1805 the army crossed the Danube; by December it had reached Austerlitz.",
+    "Why do people love the sea? Maybe because it never stays the same!",
+    "Dr. Smith, Mr. Jones and Ms. Lee met at 3.30 p.m. to discuss the U.S. budget.",
+    "I think we should go now, because they are waiting for us at the station.",
+    "Cats chase mice quickly; dogs bark loudly: birds sing sweetly.",
+    "\"She said 'he told me \"no\" twice' before leaving,\" John explained.",
+    "This is the end of the story. Any other questions?",
+]
+_EXTRA = [
+    "* first point\n* second point\n  - detail\n* third point",
+    "- alpha\n- beta",
+    "**Bold heading**\n\nSome *highlighted* text and *another highlight*.",
+    "```json\n{\"name\": \"test\", \"values\": [1, 2, 3]}\n```",
+    "<<A Title>>",
+    "P.S. Thanks for reading.",
+    "SECTION 1\nIntro.\nSECTION 2\nBody.",
+    "Paragraph one.\n***\nParagraph two.",
+    "I love pizza 🍕. It is great 😀!",
+    "猫 cat 犬 dog 鳥 bird",
+    "THIS PART IS WRITTEN IN CAPITAL LETTERS FOR EMPHASIS.",
+    "<i>A thesis statement.</i> Followed by support.",
+    "My Answer: yes My Conclusion: fine Future Outlook: bright",
+    "(a [b {c (d [e])}])",
+    "14, 21, 28, 35, 42, 49",
+]
+
+
+def synth_responses(prompts: list[dict], seed: int = 0) -> list[dict]:
+    """A deterministic synthetic response per prompt (stand-in for model outputs)."""
+    rng = random.Random(seed)
+    out = []
+    for p in prompts:
+        r = rng.random()
+        if r < 0.06:
+            text = p["prompt"]  # copy tasks
+        elif r < 0.10:
+            text = '"' + rng.choice(_PROSE) + '"'
+        elif r < 0.15:
+            text = " ".join(rng.sample(_PROSE, 3)).lower()
+        elif r < 0.19:
+            text = " ".join(rng.sample(_PROSE, 3)).upper()
+        elif r < 0.22:
+            text = "Bonjour, je suis très heureux de vous rencontrer aujourd'hui dans cette belle ville."
+        else:
+            parts = [rng.choice(_PROSE) for _ in range(rng.randint(2, 12))]
+            parts += rng.sample(_EXTRA, rng.randint(0, 3))
+            rng.shuffle(parts)
+            text = ("\n\n" if rng.random() < 0.5 else "\n").join(parts)
+        out.append({"prompt": p["prompt"], "response": text})
+    return out
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def time_ours(prompt_file: Path, resp_file: Path, reps: int) -> tuple[float, object]:
+    from genlab.ifbench import evaluate, load_prompts, load_responses
+
+    items = load_prompts(prompt_file)
+    resp = load_responses(resp_file)
+    res = evaluate(items, resp, workers=1)  # warm-up (loads NLTK modules, data, langdetect profiles)
+    ts = []
+    for _ in range(reps):
+        from genlab.ifbench import nlp
+
+        nlp._cached_sent.cache_clear()
+        nlp._cached_words.cache_clear()
+        nlp._cached_regex_split.cache_clear()
+        from genlab.ifbench import langid
+
+        langid._detect.cache_clear()
+        t = time.perf_counter()
+        res = evaluate(items, resp, workers=1)
+        ts.append(time.perf_counter() - t)
+    return min(ts), res
+
+
+def time_cli(prompt_file: Path, resp_file: Path, reps: int) -> float:
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "genlab.ifbench.cli", "eval", "--prompts", str(prompt_file), "--responses",
+             str(resp_file), "--bootstrap", "0"],
+            check=True, capture_output=True, cwd=ROOT,
+        )
+        ts.append(time.perf_counter() - t)
+    return min(ts)
+
+
+def offline_agreement(prompt_file: Path, resp_file: Path) -> dict:
+    """Run the evaluation in a subprocess with NLTK data hidden; compare per-instruction strict/loose verdicts."""
+    code = (
+        "import json,sys\n"
+        "from genlab.ifbench import evaluate, load_prompts, load_responses\n"
+        "r = evaluate(load_prompts(sys.argv[1]), load_responses(sys.argv[2]), workers=1)\n"
+        "print(json.dumps([[ [i.id, i.strict, i.loose] for i in p.instructions] for p in r.prompts]))\n"
+    )
+    outs = {}
+    for mode in ("real", "offline"):
+        env = dict(os.environ)
+        if mode == "offline":
+            env["NLTK_DATA"] = "/nonexistent"
+            env["HOME"] = tempfile.mkdtemp()
+        outs[mode] = json.loads(subprocess.run([sys.executable, "-c", code, str(prompt_file), str(resp_file)],
+                                               check=True, capture_output=True, text=True, env=env, cwd=ROOT).stdout)
+    per: dict[str, list[int]] = {}
+    tot = dis = 0
+    for pr, po in zip(outs["real"], outs["offline"]):
+        for a, b in zip(pr, po):
+            d = int(a[1] != b[1] or a[2] != b[2])
+            per.setdefault(a[0], [0, 0])
+            per[a[0]][0] += 1
+            per[a[0]][1] += d
+            tot += 1
+            dis += d
+    return {"instructions": tot, "disagree": dis, "per_id": {k: v for k, v in per.items() if v[1]}}
+
+
+def load_lmeval_reference(ref_dir: Path):
+    """Import Google's IFEval checkers as shipped in lm-eval (no lm-eval install needed)."""
+    if "immutabledict" not in sys.modules:
+        m = types.ModuleType("immutabledict")
+        m.immutabledict = dict
+        sys.modules["immutabledict"] = m
+    sys.path.insert(0, str(ref_dir))
+    import langdetect
+
+    langdetect.DetectorFactory.seed = 0
+    from lm_eval.tasks.ifeval import instructions_registry
+
+    return instructions_registry.INSTRUCTION_DICT
+
+
+def reference_eval(reg, rows: list[dict], resp: dict[str, str]):
+    """Google's evaluation_lib strict + loose loop (nulls dropped, fresh checker per instruction)."""
+    out = []
+    for mode in ("strict", "loose"):
+        res = []
+        for row in rows:
+            response = resp[row["prompt"]]
+            if mode == "strict":
+                variants = [response]
+            else:
+                r = response.split("\n")
+                f, la, b = "\n".join(r[1:]).strip(), "\n".join(r[:-1]).strip(), "\n".join(r[1:-1]).strip()
+                variants = [response, response.replace("*", ""), f, la, b, f.replace("*", ""), la.replace("*", ""),
+                            b.replace("*", "")]
+            flags = []
+            for cid, kw in zip(row["instruction_id_list"], row["kwargs"]):
+                ins = reg[cid](cid)
+                ins.build_description(**{k: v for k, v in kw.items() if v is not None})
+                args = ins.get_instruction_args()
+                if args and "prompt" in args:
+                    ins.build_description(prompt=row["prompt"])
+                flags.append(any(v.strip() and ins.check_following(v) for v in variants))
+            res.append(flags)
+        out.append(res)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--ref-ifeval", type=Path, default=None)
+    ap.add_argument("--skip-offline", action="store_true")
+    a = ap.parse_args()
+    if not SHARED.exists():
+        sys.exit(f"{SHARED} not found: the benchmark needs the official prompt files")
+    load = os.getloadavg()
+    print(f"python {sys.version.split()[0]}, NLTK_DATA={os.environ.get('NLTK_DATA', '')}, load avg {load[0]:.2f}")
+    tmp = Path(tempfile.mkdtemp())
+    results = {}
+    for name, pf in FILES.items():
+        rows = _rows(pf)
+        rf = tmp / f"{name}_responses.jsonl"
+        resp_rows = synth_responses(rows)
+        rf.write_text("".join(json.dumps(r) + "\n" for r in resp_rows), encoding="utf-8")
+        warm, res = time_ours(pf, rf, a.reps)
+        cli = time_cli(pf, rf, a.reps)
+        s = res.summary(bootstrap=0)
+        line = {
+            "prompts": len(rows),
+            "warm_strict_loose_s": round(warm, 4),
+            "cli_end_to_end_s": round(cli, 3),
+            "loose_prompt_level": round(s["loose"]["prompt_level"], 4),
+        }
+        if not a.skip_offline:
+            line["offline_vs_real"] = offline_agreement(pf, rf)
+        if name == "ifeval" and a.ref_ifeval:
+            reg = load_lmeval_reference(a.ref_ifeval)
+            resp = {r["prompt"]: r["response"] for r in resp_rows}
+            reference_eval(reg, rows, resp)  # warm-up
+            ts = []
+            for _ in range(a.reps):
+                t = time.perf_counter()
+                ref = reference_eval(reg, rows, resp)
+                ts.append(time.perf_counter() - t)
+            line["reference_warm_s"] = round(min(ts), 3)
+            line["speedup_vs_reference"] = round(min(ts) / warm, 1)
+            agree = {}
+            for k, mode in enumerate(("strict", "loose")):
+                ours = [[i.__dict__[mode] for i in p.instructions] for p in res.prompts]
+                flat = [(x, y, cid) for o, r_, row in zip(ours, ref[k], rows)
+                        for x, y, cid in zip(o, r_, row["instruction_id_list"])]
+                same = sum(x == y for x, y, _ in flat)
+                agree[mode] = {"agreement": round(same / len(flat), 5), "n": len(flat),
+                               "differ_ids": sorted({c for x, y, c in flat if x != y})}
+            line["parity_vs_reference"] = agree
+        results[name] = line
+        print(f"{name}: {json.dumps(line)}")
+    print(f"median load during run: {statistics.median([os.getloadavg()[0], load[0]]):.2f}")
+
+
+if __name__ == "__main__":
+    main()
