@@ -1,0 +1,587 @@
+"""Bilinear state transitions and the state-tracking hierarchy (Ebrahimi & Memisevic, arXiv:2505.21749).
+
+Each (model family, task) pair is trained on sequences of length 2–10 with the final state as the label
+and evaluated on fresh sequences of lengths up to 500, with per-step state normalisation at inference for
+every model without additive terms. All seeds (and learning rates) of one pair are trained together as an
+ensemble axis of one model (independent parameters, data, Adam statistics and gradient clipping), and the
+pairs are spread over a small process pool.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
+
+SOLVED = 0.95  # accuracy counted as "solves"
+FAIL_FRACTION = 1 / 3  # "fails": accuracy below chance + FAIL_FRACTION * (1 - chance)
+
+
+# ----------------------------------------------------------------------------------------- training
+@dataclass(frozen=True)
+class JobSpec:
+    """One (task, model) pair trained for every seed × learning rate as one ensemble."""
+
+    task: str
+    model: str
+    hidden: int
+    steps: int
+    batch: int
+    lrs: tuple[float, ...]
+    seeds: int
+    train_min_len: int
+    train_max_len: int
+    eval_lengths: tuple[int, ...]
+    eval_samples: int
+    grad_clip: float
+    init_seed: int
+    data_seed: int
+    task_seed: int
+    log_every: int
+
+
+def _adam_step(params, grads, state, lr, t, clip, betas=(0.9, 0.999), eps=1e-8):  # type: ignore[no-untyped-def]
+    """Adam with per-ensemble-member learning rates ``lr`` (E,) and per-member gradient-norm clipping."""
+    sq = sum(g.pow(2).flatten(1).sum(1) for g in grads)
+    scale = (clip / (sq.sqrt() + 1e-12)).clamp(max=1.0)
+    b1, b2 = betas
+    for p, g, (m, v) in zip(params, grads, state, strict=True):
+        shape = (-1,) + (1,) * (p.ndim - 1)
+        g = g * scale.view(shape)
+        m.mul_(b1).add_(g, alpha=1 - b1)
+        v.mul_(b2).addcmul_(g, g, value=1 - b2)
+        step = (m / (1 - b1**t)) / ((v / (1 - b2**t)).sqrt() + eps)
+        p.data.sub_(step * lr.view(shape))
+
+
+def train_job(spec: JobSpec) -> dict[str, Any]:
+    """Train one (task, model) ensemble and evaluate it; returns per-member accuracies and curves."""
+    import torch
+
+    from genlab.data.state_tracking import make_task, sample_batch, sample_fixed_length
+    from genlab.harness.torch_setup import setup_torch
+    from genlab.nn.bilinear_rnn import StateTrackingRNN, make_cell
+
+    setup_torch(1)
+    start = time.perf_counter()
+    task = make_task(spec.task, seed=spec.task_seed)
+    n_lr = len(spec.lrs)
+    E = spec.seeds * n_lr  # member m = seed * n_lr + lr index
+    gen = torch.Generator().manual_seed(spec.init_seed)
+    cell = make_cell(spec.model, task.vocab, spec.hidden, E, gen)
+    model = StateTrackingRNN(cell, task.vocab, task.n_states, gen)
+    params = [p for p in model.parameters() if p.requires_grad]
+    state = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
+    lr = torch.tensor([spec.lrs[m % n_lr] for m in range(E)])
+    rng = np.random.default_rng(spec.data_seed)
+    curve: list[list[float]] = []
+    running = torch.zeros(E)
+    for step in range(1, spec.steps + 1):
+        tok, lengths, labels = sample_batch(
+            task, spec.batch, spec.train_min_len, spec.train_max_len, rng, shape=(E,)
+        )
+        logits = model(torch.from_numpy(tok), torch.from_numpy(lengths))
+        loss = torch.nn.functional.cross_entropy(
+            logits.flatten(0, 1), torch.from_numpy(labels).flatten(), reduction="none"
+        ).view(E, -1).mean(1)
+        grads = torch.autograd.grad(loss.sum(), params)
+        if not all(torch.isfinite(g).all() for g in grads):
+            grads = tuple(torch.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0) for g in grads)
+        _adam_step(params, grads, state, lr, step, spec.grad_clip)
+        running += loss.detach()
+        if step % spec.log_every == 0 or step == spec.steps:
+            n = spec.log_every if step % spec.log_every == 0 else step % spec.log_every
+            curve.append([step, *(running / n).tolist()])
+            running.zero_()
+    train_s = time.perf_counter() - start
+
+    model.eval()
+    normalize_modes = [None] if cell.scale_invariant or spec.model != "full+add" else [False, True]
+    with torch.no_grad():
+        # in-distribution validation (for the learning-rate choice): fresh train-length sequences
+        tok, lengths, labels = sample_batch(task, 512, spec.train_min_len, spec.train_max_len, rng, (E,))
+        logits = model(torch.from_numpy(tok), torch.from_numpy(lengths))
+        val_loss = torch.nn.functional.cross_entropy(
+            logits.flatten(0, 1), torch.from_numpy(labels).flatten(), reduction="none"
+        ).view(E, -1).mean(1)
+        val_acc = (logits.argmax(-1).numpy() == labels).mean(1)
+        acc: dict[str, list[float]] = {}
+        chance: dict[str, float] = {}
+        for length in spec.eval_lengths:
+            tok, labels = sample_fixed_length(task, spec.eval_samples, length, rng, shape=(E,))
+            best = np.zeros(E)
+            for mode in normalize_modes:
+                preds = _predict(model, tok, mode, spec.hidden)
+                best = np.maximum(best, (preds == labels).mean(1))
+            acc[str(length)] = best.tolist()
+            chance[str(length)] = float(np.bincount(labels.ravel(), minlength=task.n_states).max() / labels.size)
+    # pick, per seed, the learning rate with the best in-distribution accuracy (ties: lower loss)
+    chosen = []
+    for s in range(spec.seeds):
+        members = range(s * n_lr, (s + 1) * n_lr)
+        chosen.append(max(members, key=lambda m: (round(float(val_acc[m]), 4), -float(val_loss[m]))))
+    return {
+        "task": spec.task,
+        "model": spec.model,
+        "acc": {k: [v[m] for m in chosen] for k, v in acc.items()},
+        "acc_all_members": acc,
+        "chance": chance,
+        "val_acc": [float(val_acc[m]) for m in chosen],
+        "lr": [spec.lrs[m % n_lr] for m in chosen],
+        "curve": [[c[0], *[c[1 + m] for m in chosen]] for c in curve],
+        "params_per_model": sum(p[0].numel() for p in params),
+        "train_s": train_s,
+        "wall_s": time.perf_counter() - start,
+        "n_states": task.n_states,
+        "vocab": task.vocab,
+        "abelian": task.commutes(),
+    }
+
+
+def _predict(model, tokens: np.ndarray, normalize: bool | None, hidden: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Argmax predictions (E, n) for tokens (E, n, L), chunked over n to bound memory."""
+    import torch
+
+    E, n, length = tokens.shape
+    chunk = max(1, min(n, 6_000_000 // max(1, E * length * hidden)))
+    out = [
+        model(torch.from_numpy(tokens[:, i : i + chunk]), normalize=normalize).argmax(-1).numpy()
+        for i in range(0, n, chunk)
+    ]
+    return np.concatenate(out, axis=1)
+
+
+def _init_worker() -> None:
+    from genlab.harness.torch_setup import setup_torch
+
+    setup_torch(1)
+
+
+# ----------------------------------------------------------------------------------------- Prop. 3
+def frozen_diagonal_parity(
+    hidden: int,
+    draws: int,
+    rng: np.random.Generator,
+    lengths: Sequence[int] = (10, 100, 500),
+    n_test: int = 64,
+    magnitudes: Literal["sign", "gaussian"] = "sign",
+) -> dict[str, Any]:
+    """Prop. 3 (our exact formulation): a frozen random real-diagonal network ``h_t = x_t·diag(w) h_{t-1}``
+    with bits encoded as ``x = +1`` (0) / ``x = -1`` (1) and a linear readout trained on two examples
+    only — "0" (even) and "01" (odd) — classifies the parity of every string of every length iff the
+    trained readout separates those two examples, which for random-sign ``w ∈ {±1}^H`` happens iff
+    ``w ≠ -1``: probability ``1 - 2^-H``. ``magnitudes="gaussian"`` draws ``w ~ N(0, I)`` instead, where
+    the claim does not hold in general (coordinates with larger ``|w_i|`` dominate long sequences).
+
+    Returns the per-draw predicted success (``w`` has a positive entry), the observed success (accuracy 1
+    on ``n_test`` random strings at each length) and the success rate vs ``1 - 2^-H``.
+    """
+    import torch
+
+    from genlab.nn.bilinear_rnn import RealDiagonal, StateTrackingRNN
+
+    if hidden < 1 or draws < 1:
+        raise ValueError(f"hidden and draws must be >= 1, got {hidden}, {draws}")
+    if magnitudes == "sign":
+        w = rng.choice([-1.0, 1.0], size=(draws, hidden))
+    elif magnitudes == "gaussian":
+        w = rng.standard_normal((draws, hidden))
+    else:
+        raise ValueError(f"magnitudes must be 'sign' or 'gaussian', got {magnitudes!r}")
+    cell = RealDiagonal(2, hidden, ensemble=draws)
+    model = StateTrackingRNN(cell, vocab=2, n_classes=2)
+    with torch.no_grad():
+        wt = torch.as_tensor(w, dtype=torch.float32)
+        cell.W.copy_(torch.stack([wt, -wt], dim=1))  # one-hot token 0 -> +w, token 1 -> -w
+        cell.h0.copy_(torch.as_tensor(rng.standard_normal((draws, hidden)), dtype=torch.float32))
+    model.eval()
+
+    def features(tokens: np.ndarray) -> torch.Tensor:
+        with torch.no_grad():
+            h = model.states(torch.as_tensor(tokens), normalize=True, last_only=True)
+        return h / h.norm(dim=-1, keepdim=True)
+
+    # the two training examples, padded to a common length would change them, so embed them separately
+    f_even = features(np.zeros((draws, 1, 1), dtype=np.int64))[:, 0]  # "0"
+    f_odd = features(np.array([0, 1], dtype=np.int64).reshape(1, 1, 2).repeat(draws, 0))[:, 0]  # "01"
+    r = torch.zeros(draws, hidden, requires_grad=True)
+    opt = torch.optim.SGD([r], lr=1.0)
+    for _ in range(200):  # logistic regression (bias-free) on the two examples: +1 even, -1 odd
+        margin = torch.stack([(r * f_even).sum(-1), -(r * f_odd).sum(-1)], dim=-1)
+        loss = torch.nn.functional.softplus(-margin).mean(-1).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    r = r.detach()
+    ok = np.ones(draws, dtype=bool)
+    for length in lengths:
+        tokens = rng.integers(0, 2, size=(draws, n_test, length))
+        score = (features(tokens) * r[:, None, :]).sum(-1).numpy()
+        parity = tokens.sum(-1) % 2
+        ok &= ((score < 0) == (parity == 1)).all(axis=1)
+    predicted = (w > 0).any(axis=1)
+    return {
+        "hidden": hidden,
+        "draws": draws,
+        "magnitudes": magnitudes,
+        "success_rate": float(ok.mean()),
+        "predicted_rate": float(predicted.mean()),
+        "theory_rate": 1.0 - 2.0**-hidden,
+        "agreement": float((ok == predicted).mean()),
+    }
+
+
+# ----------------------------------------------------------------------------------------- claims
+def _fail_level(chance: float) -> float:
+    return chance + FAIL_FRACTION * (1.0 - chance)
+
+
+def _tri(values: Sequence[bool | None]) -> bool | None:
+    """All True -> True, all False -> False, otherwise None (inconclusive)."""
+    vals = list(values)
+    if vals and all(v is True for v in vals):
+        return True
+    if vals and all(v is False for v in vals):
+        return False
+    return None
+
+
+def _seed_accs(m: Mapping[str, Any], model: str, task: str, length: int | str) -> list[float]:
+    return list(m["acc_seeds"][model][task][str(length)])
+
+
+def _longest(m: Mapping[str, Any]) -> str:
+    return str(max(int(k) for k in m["lengths"]))
+
+
+def _claim_full(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+    L = _longest(m)
+    tasks = list(m["acc_seeds"]["full"])
+    per_task = {t: min(_seed_accs(m, "full", t, L)) for t in tasks}
+    n_seeds = len(_seed_accs(m, "full", tasks[0], L))
+    per_seed = [all(_seed_accs(m, "full", t, L)[s] >= SOLVED for t in tasks) for s in range(n_seeds)]
+    held = _tri(per_seed)
+    return evidence(held, note=f"length {L}, tasks {', '.join(tasks)}; min over seeds per task",
+                    seeds_held=f"{sum(per_seed)}/{n_seeds}",
+                    **{f"min_acc_{t}": v for t, v in per_task.items()})
+
+
+def _claim_rotation_s3(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+    L = str(m["in_distribution_length"])
+    accs = _seed_accs(m, "rotation", "s3", L)
+    fail = _fail_level(m["chance"]["s3"][L])
+    full = _seed_accs(m, "full", "s3", L) if "s3" in m["acc_seeds"].get("full", {}) else []
+    per_seed = [True if a < fail else False if a >= SOLVED else None for a in accs]
+    return evidence(_tri(per_seed), note=f"S3 at the longest training length {L}; fails = acc < {fail:.3f}",
+                    rotation_acc=accs, full_acc=full, fail_below=fail)
+
+
+def _claim_diag_parity_only(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+    L = _longest(m)
+    tasks = list(m["acc_seeds"]["diag"])
+    others = [t for t in tasks if t != "parity"]
+    if "parity" not in tasks or not others:
+        return evidence(None, note="needs parity and at least one other task")
+    parity = _seed_accs(m, "diag", "parity", L)
+    per_seed = []
+    for s, p in enumerate(parity):
+        o = [_seed_accs(m, "diag", t, L)[s] for t in others]
+        fails = [a < _fail_level(m["chance"][t][L]) for a, t in zip(o, others, strict=True)]
+        if p >= SOLVED and all(fails):
+            per_seed.append(True)
+        elif p < _fail_level(m["chance"]["parity"][L]) or any(a >= SOLVED for a in o):
+            per_seed.append(False)
+        else:
+            per_seed.append(None)
+    return evidence(_tri(per_seed), note=f"length {L}", parity_acc=parity,
+                    **{f"{t}_acc": _seed_accs(m, "diag", t, L) for t in others})
+
+
+def _claim_posdiag_parity(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+    L = _longest(m)
+    accs = _seed_accs(m, "posdiag+add", "parity", L)
+    fail = _fail_level(m["chance"]["parity"][L])
+    per_seed = [True if a < fail else False if a >= SOLVED else None for a in accs]
+    ind = _seed_accs(m, "posdiag+add", "parity", m["in_distribution_length"])
+    return evidence(_tri(per_seed), note=f"length {L}; fails = acc < {fail:.3f}", acc=accs,
+                    acc_in_distribution=ind)
+
+
+def _claim_additive(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+    ood = [k for k in m["lengths"] if int(k) > int(m["in_distribution_length"])]
+    base = [float(np.mean([_seed_accs(m, "full", "parity", k)[s] for k in ood]))
+            for s in range(len(_seed_accs(m, "full", "parity", ood[0])))]
+    add = [float(np.mean([_seed_accs(m, "full+add", "parity", k)[s] for k in ood]))
+           for s in range(len(base))]
+    per_seed = [True if b - a >= 0.1 else False if b - a <= 0.02 else None
+                for b, a in zip(base, add, strict=True)]
+    return evidence(_tri(per_seed), note=f"mean parity accuracy over lengths {', '.join(ood)}; "
+                    "lower = at least 0.1 below (0.02 or less: not lower)",
+                    without_additive=base, with_additive=add)
+
+
+def _claim_cp_rank(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+    L = _longest(m)
+    ranks = sorted(int(k[2:]) for k in m["acc_seeds"] if k.startswith("cp") and k[2:].isdigit())
+    if len(ranks) < 2:
+        return evidence(None, note="needs at least two CP ranks")
+    order = m["complexity_order"]
+    tasks = [t for t in order if all(t in m["acc_seeds"][f"cp{r}"] for r in ranks)
+             and np.median(_seed_accs(m, "full", t, L)) >= SOLVED]
+    if len(tasks) < 2:
+        return evidence(None, note="needs two tasks that the full model solves")
+    needed = {}
+    for t in tasks:
+        ok = [r for r in ranks if np.median(_seed_accs(m, f"cp{r}", t, L)) >= SOLVED]
+        needed[t] = min(ok) if ok else math.inf
+    seq = [needed[t] for t in tasks]
+    monotone = all(a <= b for a, b in zip(seq, seq[1:]))
+    grows = seq[-1] > seq[0]
+    held = monotone and grows
+    return evidence(held, note=f"smallest CP rank with median accuracy >= {SOLVED} at length {L} "
+                    f"(inf: none of ranks {ranks}); tasks in order of complexity",
+                    **{f"rank_needed_{t}": (v if math.isfinite(v) else "inf") for t, v in needed.items()})
+
+
+def _claim_prop3(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+    rows = m["prop3"]["sign"]
+    ok = []
+    for r in rows:
+        p, n = r["theory_rate"], r["draws"]
+        sd = math.sqrt(max(p * (1 - p), 1e-12) / n)
+        ok.append(abs(r["success_rate"] - p) <= 4 * sd + 1e-9 and r["agreement"] == 1.0)
+    return evidence(all(ok), note="success rate within 4 binomial s.d. of 1 - 2^-H and success exactly "
+                    "when some w_i > 0, for every H",
+                    **{f"H{r['hidden']}": f"{r['success_rate']:.3f} vs {r['theory_rate']:.3f}" for r in rows})
+
+
+# ----------------------------------------------------------------------------------------- study
+@register
+class StateTracking(Study):
+    name = "state-tracking"
+    paper = Paper("Revisiting Bi-Linear State Transitions in Recurrent Neural Networks", "arXiv:2505.21749",
+                  "M. Reza Ebrahimi, Roland Memisevic")
+    summary = ("Bilinear RNNs (h_t = A(x_t) h_{t-1}) track state and length-generalise; restricting A(x) "
+               "(CP rank, rotations, real or positive diagonals) gives a hierarchy of solvable tasks.")
+
+    @dataclass
+    class Config:
+        tasks: tuple[str, ...] = ("parity", "mod3", "s3")
+        models: tuple[str, ...] = ("full", "cp1", "cp4", "cp16", "rotation", "diag", "posdiag+add")
+        ablation_tasks: tuple[str, ...] = ("parity",)  # tasks for the "full+add" ablation
+        hidden: int = 32
+        steps: int = 800
+        batch: int = 64
+        lrs: tuple[float, ...] = (1e-2,)
+        seeds: int = 3
+        train_min_len: int = 2
+        train_max_len: int = 10
+        eval_lengths: tuple[int, ...] = (10, 50, 200, 500)
+        eval_samples: int = 200
+        grad_clip: float = 1.0
+        prop3_hidden: tuple[int, ...] = (1, 2, 3, 4, 6)
+        prop3_draws: int = 400
+        workers: int = 2
+        log_every: int = 50
+
+        def validate(self) -> None:
+            from genlab.data.state_tracking import make_task
+            from genlab.nn.bilinear_rnn import make_cell
+
+            for name, v in (("hidden", self.hidden), ("steps", self.steps), ("batch", self.batch),
+                            ("seeds", self.seeds), ("eval_samples", self.eval_samples),
+                            ("workers", self.workers), ("log_every", self.log_every)):
+                if v < 1:
+                    raise ValueError(f"{name} must be >= 1, got {v}")
+            if not self.tasks or not self.models:
+                raise ValueError("tasks and models must be non-empty")
+            for t in (*self.tasks, *self.ablation_tasks):
+                make_task(t)
+            for k in (*self.models, "full+add"):
+                make_cell(k, 2, self.hidden)  # validates the name and hidden-size constraints
+            if not 1 <= self.train_min_len <= self.train_max_len:
+                raise ValueError("need 1 <= train_min_len <= train_max_len")
+            if not self.lrs or any(lr <= 0 for lr in self.lrs):
+                raise ValueError("lrs must be a non-empty tuple of positive learning rates")
+            if not self.eval_lengths or min(self.eval_lengths) < 1:
+                raise ValueError("eval_lengths must be positive")
+
+    presets = {
+        "smoke": {"tasks": ("parity", "s3"), "models": ("full", "cp2", "rotation", "diag", "posdiag+add",
+                                                        "block2", "lstm"),
+                  "hidden": 8, "steps": 6, "seeds": 1, "eval_lengths": (10, 40), "eval_samples": 16,
+                  "prop3_hidden": (2,), "prop3_draws": 32, "workers": 1, "log_every": 2},
+        "quick": {},
+        "full": {"tasks": ("parity", "mod3", "mod5", "mod10", "s3", "a4", "fsm5", "fsm10"),
+                 "models": ("full", "cp4", "cp16", "cp64", "block2", "block4", "rotation", "diag",
+                            "posdiag+add", "lstm"),
+                 "ablation_tasks": ("parity", "mod3"), "hidden": 256, "steps": 100_000,
+                 "lrs": (1e-3, 3e-3, 1e-2), "eval_samples": 1000, "workers": 8, "log_every": 500},
+    }
+
+    claims = [
+        Claim("full bilinear reaches >= 0.95 accuracy at the longest test length on every task", _claim_full),
+        Claim("R2 (rotation / complex-diagonal) fails the non-abelian S3 even in distribution",
+              _claim_rotation_s3),
+        Claim("real diagonal solves parity (at the longest length) and fails every other task",
+              _claim_diag_parity_only),
+        Claim("positive diagonal with an additive input term (Mamba/GLA-style) fails parity",
+              _claim_posdiag_parity),
+        Claim("adding additive terms to the full bilinear model lowers parity length generalisation",
+              _claim_additive),
+        Claim("the CP rank needed grows with task complexity", _claim_cp_rank),
+        Claim("Prop. 3: a frozen random real-diagonal net with a readout fit on two examples solves parity "
+              "at every length with probability 1 - 2^-H", _claim_prop3),
+    ]
+
+    def jobs(self, cfg: Config, ctx: RunContext) -> list[JobSpec]:
+        pairs = [(t, mdl) for mdl in cfg.models for t in cfg.tasks]
+        pairs += [(t, "full+add") for t in cfg.ablation_tasks]
+        specs = []
+        for t, mdl in pairs:
+            specs.append(JobSpec(
+                task=t, model=mdl, hidden=cfg.hidden, steps=cfg.steps, batch=cfg.batch, lrs=tuple(cfg.lrs),
+                seeds=cfg.seeds, train_min_len=cfg.train_min_len, train_max_len=cfg.train_max_len,
+                eval_lengths=tuple(cfg.eval_lengths), eval_samples=cfg.eval_samples, grad_clip=cfg.grad_clip,
+                init_seed=ctx.seed_for("init", t, mdl), data_seed=ctx.seed_for("data", t, mdl),
+                task_seed=ctx.seed_for("task", t), log_every=cfg.log_every,
+            ))
+        return specs
+
+    def run(self, cfg: Config, ctx: RunContext) -> dict[str, Any]:
+        from genlab.data.state_tracking import make_task
+        from genlab.harness.torch_setup import setup_torch
+
+        setup_torch(1)
+        start = time.perf_counter()
+        specs = self.jobs(cfg, ctx)
+        # heaviest first for load balance: loop cells with many parameters per step
+        cost = {"full": 8.0, "full+add": 8.0, "lstm": 5.0, "block2": 3.0, "block4": 3.0}
+        specs.sort(key=lambda s: -cost.get(s.model, 1.0) * (6.0 if s.task.startswith(("a", "s5")) else 1.0))
+        results = []
+        workers = min(cfg.workers, len(specs))
+        if workers > 1 and not mp.current_process().daemon:
+            ctx.log(f"training {len(specs)} (task, model) ensembles of {cfg.seeds} seeds on {workers} processes")
+            with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"),
+                                     initializer=_init_worker) as pool:
+                for res in ctx.progress(pool.map(train_job, specs), total=len(specs), desc="state tracking"):
+                    results.append(res)
+                    self._log_job(res, ctx)
+        else:
+            for spec in ctx.progress(specs, total=len(specs), desc="state tracking"):
+                res = train_job(spec)
+                results.append(res)
+                self._log_job(res, ctx)
+
+        prop3: dict[str, list[dict[str, Any]]] = {"sign": [], "gaussian": []}
+        for kind in prop3:
+            for h in cfg.prop3_hidden:
+                prop3[kind].append(frozen_diagonal_parity(h, cfg.prop3_draws, ctx.rng("prop3", kind, h),
+                                                          magnitudes=kind))  # type: ignore[arg-type]
+        metrics = self._collect(results, cfg)
+        tasks = list(dict.fromkeys((*cfg.tasks, *cfg.ablation_tasks)))
+        info = {t: make_task(t, seed=ctx.seed_for("task", t)) for t in tasks}
+        metrics["complexity_order"] = sorted(
+            tasks, key=lambda t: (not info[t].commutes(), info[t].n_states, info[t].vocab))
+        metrics["prop3"] = prop3
+        metrics["config"] = asdict(cfg)
+        metrics["wall_s"] = time.perf_counter() - start
+        return metrics
+
+    @staticmethod
+    def _log_job(res: Mapping[str, Any], ctx: RunContext) -> None:
+        longest = max(res["acc"], key=int)
+        ctx.log(f"{res['model']:>12s} on {res['task']:<7s} acc@{longest}="
+                f"{', '.join(f'{a:.2f}' for a in res['acc'][longest])} ({res['wall_s']:.0f}s)")
+        for row in res["curve"]:
+            ctx.record(task=res["task"], model=res["model"], step=row[0], loss=row[1:])
+
+    @staticmethod
+    def _collect(results: list[dict[str, Any]], cfg: Any) -> dict[str, Any]:
+        acc_seeds: dict[str, dict[str, dict[str, list[float]]]] = {}
+        acc: dict[str, dict[str, dict[str, float]]] = {}
+        chance: dict[str, dict[str, float]] = {}
+        extra: dict[str, dict[str, dict[str, Any]]] = {}
+        for r in results:
+            acc_seeds.setdefault(r["model"], {})[r["task"]] = r["acc"]
+            acc.setdefault(r["model"], {})[r["task"]] = {k: float(np.median(v)) for k, v in r["acc"].items()}
+            chance.setdefault(r["task"], {}).update(r["chance"])
+            extra.setdefault(r["model"], {})[r["task"]] = {
+                "lr": r["lr"], "val_acc": r["val_acc"], "wall_s": r["wall_s"], "train_s": r["train_s"],
+                "params": r["params_per_model"], "curve": r["curve"]}
+        return {
+            "lengths": [str(k) for k in cfg.eval_lengths],
+            "in_distribution_length": str(min(cfg.eval_lengths, key=lambda k: abs(k - cfg.train_max_len))),
+            "acc": acc,
+            "acc_seeds": acc_seeds,
+            "chance": chance,
+            "jobs": extra,
+        }
+
+    def figures(self, metrics: Mapping[str, Any], ctx: RunContext) -> list[Path]:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        paths = []
+        acc = metrics["acc"]
+        models = list(acc)
+        tasks = list(dict.fromkeys(t for mdl in models for t in acc[mdl]))
+        longest = _longest(metrics)
+        grid = np.full((len(models), len(tasks)), np.nan)
+        for i, mdl in enumerate(models):
+            for j, t in enumerate(tasks):
+                if t in acc[mdl]:
+                    grid[i, j] = acc[mdl][t][longest]
+        fig, ax = plt.subplots(figsize=(1.1 * len(tasks) + 2.2, 0.42 * len(models) + 1.3))
+        im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        for i in range(len(models)):
+            for j in range(len(tasks)):
+                if np.isfinite(grid[i, j]):
+                    ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                            color="white" if grid[i, j] < 0.6 else "black")
+        ax.set_xticks(range(len(tasks)), tasks)
+        ax.set_yticks(range(len(models)), models)
+        ax.set_title(f"median accuracy at length {longest} (train lengths "
+                     f"{metrics['config']['train_min_len']}-{metrics['config']['train_max_len']})", fontsize=9)
+        fig.colorbar(im, ax=ax, fraction=0.046)
+        fig.tight_layout()
+        paths.append(ctx.figures_dir / "state-tracking-heatmap.png")
+        fig.savefig(paths[-1], dpi=100)
+        plt.close(fig)
+
+        lengths = [int(k) for k in metrics["lengths"]]
+        fig, axes = plt.subplots(1, len(tasks), figsize=(3.0 * len(tasks), 2.9), sharey=True, squeeze=False)
+        for ax, t in zip(axes[0], tasks, strict=True):
+            for mdl in models:
+                if t not in acc[mdl]:
+                    continue
+                seeds = metrics["acc_seeds"][mdl][t]
+                med = [np.median(seeds[str(k)]) for k in lengths]
+                lo = [np.min(seeds[str(k)]) for k in lengths]
+                hi = [np.max(seeds[str(k)]) for k in lengths]
+                (line,) = ax.plot(lengths, med, marker="o", ms=3, label=mdl)
+                ax.fill_between(lengths, lo, hi, color=line.get_color(), alpha=0.15)
+            ax.axhline(metrics["chance"][t][longest], color="gray", ls=":", lw=1)
+            ax.axvspan(metrics["config"]["train_min_len"], metrics["config"]["train_max_len"], color="gray",
+                       alpha=0.1)
+            ax.set_xscale("log")
+            ax.set_title(t, fontsize=9)
+            ax.set_xlabel("test length")
+        axes[0][0].set_ylabel("accuracy (median, min-max over seeds)")
+        axes[0][-1].legend(fontsize=6, loc="lower left")
+        fig.tight_layout()
+        paths.append(ctx.figures_dir / "state-tracking-length.png")
+        fig.savefig(paths[-1], dpi=100)
+        plt.close(fig)
+        return paths
