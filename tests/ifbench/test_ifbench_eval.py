@@ -1,0 +1,241 @@
+"""Loaders, strict/loose scoring, outputs, compare and the CLI of genlab.ifbench."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from genlab.ifbench import evaluate, load_prompts, load_responses, loose_variants, strip_thinking
+from genlab.ifbench.cli import app
+from genlab.ifbench.data import DataError, PromptItem, parse_ground_truth
+from genlab.ifbench.evaluator import compare, write_outputs
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ifbench_testutil import (  # noqa: E402
+    HAVE_DATA,
+    HAVE_NLTK_DATA,
+    IFBENCH_FILE,
+    IFEVAL_FILE,
+    nltk_mode,
+    use_real_data_if_available,
+)
+
+use_real_data_if_available()
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+PROMPTS = [
+    {"key": 1, "prompt": "Write without commas.", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]},
+    {"key": 2, "prompt": "Two rules.", "instruction_id_list": ["count:numbers", "punctuation:no_comma"],
+     "kwargs": [{"N": 2.0, "min_words": None}, {"N": None}]},
+    {"key": 3, "prompt": "No answer given.", "instruction_id_list": ["startend:quotation"], "kwargs": [{}]},
+]
+RESPONSES = [
+    {"prompt": "Write without commas.", "response": "Fine here"},
+    {"prompt": "Two rules. ", "response": "1 and 2, yes"},
+]
+
+
+def test_loaders_and_scores(tmp_path):
+    items = load_prompts(_write(tmp_path / "p.jsonl", PROMPTS))
+    assert items[1].kwargs == [{"N": 2}, {}]
+    resp = load_responses(_write(tmp_path / "r.jsonl", RESPONSES))
+    res = evaluate(items, resp)
+    assert [p.follow("strict") for p in res.prompts] == [[True], [True, False], [False]]
+    assert res.prompts[2].missing
+    s = res.summary(bootstrap=200)
+    assert s["missing_responses"] == [3]
+    assert s["strict"]["prompt_level"] == pytest.approx(1 / 3)
+    assert s["strict"]["instruction_level"] == pytest.approx(2 / 4)
+    lo, hi = s["strict"]["ci95"]["prompt_level"]
+    assert 0 <= lo <= 1 / 3 <= hi <= 1
+    assert s["per_category_strict"]["punctuation"] == {"accuracy": 0.5, "n": 2}
+
+
+def test_loose_variants_and_loose_ge_strict(tmp_path):
+    v = loose_variants("Sure!\n*Hello* world\nBye")
+    assert v[0] == "Sure!\n*Hello* world\nBye" and v[2] == "*Hello* world\nBye" and v[4] == "*Hello* world"
+    assert v[7] == "Hello world" and len(v) == 8
+    items = [PromptItem(1, "p", ["startend:quotation", "detectable_format:title"], [{}, {}])]
+    res = evaluate(items, {"p": 'Here you go:\n"quoted"'})
+    ins = res.prompts[0].instructions
+    assert not ins[0].strict and ins[0].loose and ins[0].loose_variant == "drop_first_line"
+    assert not ins[1].loose
+    for p in res.prompts:
+        for i in p.instructions:
+            assert i.loose >= i.strict
+
+
+def test_load_errors_name_file_line_and_key(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(PROMPTS[0]) + "\n{not json\n")
+    with pytest.raises(DataError, match=r"bad.jsonl:2: invalid JSON"):
+        load_prompts(bad)
+    _write(bad, [{**PROMPTS[0], "instruction_id_list": ["nope:id"]}])
+    with pytest.raises(DataError, match=r"bad.jsonl:1: key 'instruction_id_list\[0\]': unknown instruction id"):
+        load_prompts(bad)
+    _write(bad, [{**PROMPTS[1], "kwargs": [{"N": "x"}, {}]}])
+    with pytest.raises(DataError, match=r"bad.jsonl:1: key 'kwargs\[0\]'.*integer"):
+        load_prompts(bad)
+    _write(bad, [{"prompt": "p", "response": 3}])
+    with pytest.raises(DataError, match=r"bad.jsonl:1: key 'response'"):
+        load_responses(bad)
+
+
+def test_lenient_skips_unknown_ids(tmp_path):
+    rows = [{"key": "a", "prompt": "p", "instruction_id_list": ["new:thing", "punctuation:no_comma"],
+             "kwargs": [{"x": 1}, {}]}]
+    items = load_prompts(_write(tmp_path / "p.jsonl", rows), lenient=True)
+    assert items[0].unknown == [0]
+    res = evaluate(items, {"p": "ok"})
+    s = res.summary(bootstrap=0)
+    assert s["skipped_unknown_ids"] == 1 and s["n_instructions"] == 1 and s["strict"]["prompt_level"] == 1.0
+
+
+def test_ground_truth_and_multiturn_formats(tmp_path):
+    gt = "[{'instruction_id': ['punctuation:no_comma', 'keywords:word_once'], 'kwargs': [None, {'keyword': 'river'}]}]"
+    assert parse_ground_truth(gt) == (["punctuation:no_comma", "keywords:word_once"], [None, {"keyword": "river"}])
+    assert parse_ground_truth(json.dumps([json.dumps({"instruction_id": ["a"], "kwargs": None})]))[0] == ["a"]
+    rows = [
+        {"key": 0, "messages": [{"role": "user", "content": "Tell me about rivers."}], "ground_truth": gt},
+        {"key": 1, "messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
+                                {"role": "user", "content": "Rewrite it."}],
+         "prompt": "Hi\nRewrite it.", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]},
+    ]
+    items = load_prompts(_write(tmp_path / "p.jsonl", rows))
+    assert items[0].prompt == "Tell me about rivers." and items[0].kwargs == [{}, {"keyword": "river"}]
+    assert items[1].messages is not None and items[1].prompt == "Hi\nRewrite it."
+    res = evaluate(items, {"Tell me about rivers.": "A river runs", "Hi\nRewrite it.": "Hello there"})
+    assert [p.follow("strict") for p in res.prompts] == [[True, True], [True]]
+
+
+def test_strip_thinking():
+    assert strip_thinking("<think>plan, plan</think>\n<answer>Final answer</answer>") == "Final answer"
+    assert strip_thinking("no thinking here ") == "no thinking here"
+    assert strip_thinking("<think>never closed") == ""
+    items = [PromptItem(1, "p", ["punctuation:no_comma"], [{}])]
+    assert not evaluate(items, {"p": "<think>a, b</think>done"}).prompts[0].instructions[0].strict
+    assert evaluate(items, {"p": "<think>a, b</think>done"}, thinking=True).prompts[0].instructions[0].strict
+
+
+def test_outputs_in_reference_schema(tmp_path):
+    items = load_prompts(_write(tmp_path / "p.jsonl", PROMPTS))
+    res = evaluate(items, load_responses(_write(tmp_path / "r.jsonl", RESPONSES)))
+    paths = write_outputs(res, tmp_path / "out", bootstrap=50)
+    rows = [json.loads(x) for x in paths["strict"].read_text().splitlines()]
+    assert list(rows[1]) == ["follow_all_instructions", "follow_instruction_list", "instruction_id_list", "prompt",
+                             "response"]
+    assert rows[1]["follow_instruction_list"] == [True, False] and rows[2]["response"] == ""
+    summ = json.loads(paths["summary"].read_text())
+    assert summ["n_prompts"] == 3
+    html = paths["html"].read_text()
+    assert "Worst constraints" in html and "punctuation:no_comma" in html and "1 comma(s)" in html
+
+
+def test_order_invariance_and_compare(tmp_path):
+    items = load_prompts(_write(tmp_path / "p.jsonl", PROMPTS))
+    resp = load_responses(_write(tmp_path / "r.jsonl", RESPONSES))
+    a = evaluate(items, resp).summary(bootstrap=0)
+    b = evaluate(items[::-1], resp).summary(bootstrap=0)
+    assert a["strict"] == b["strict"] and a["loose"] == b["loose"]
+    better = dict(resp)
+    better["Two rules."] = "1 and 2 yes"
+    cmp = compare(evaluate(items, resp), evaluate(items, better), n=300)
+    assert cmp["strict_prompt_level"]["delta"] == pytest.approx(1 / 3)
+    assert cmp["prompt_flips_loose"] == {"a_only": 0, "b_only": 1}
+
+
+def test_parallel_workers_match_serial(tmp_path):
+    items = load_prompts(_write(tmp_path / "p.jsonl", PROMPTS * 3))
+    resp = load_responses(_write(tmp_path / "r.jsonl", RESPONSES))
+    s1 = evaluate(items, resp, workers=1).summary(bootstrap=0)
+    s2 = evaluate(items, resp, workers=2).summary(bootstrap=0)
+    assert s1["strict"] == s2["strict"] and s1["per_id_loose"] == s2["per_id_loose"]
+
+
+runner = CliRunner()
+
+
+def test_cli_default_eval_list_and_check(tmp_path):
+    r = runner.invoke(app, ["eval", "--bootstrap", "0"])
+    assert r.exit_code == 0, r.output
+    assert "examples:passing" in r.output and "100.00" in r.output
+    r = runner.invoke(app, ["list", "--family", "ifbench"])
+    assert r.exit_code == 0 and "58 constraints" in r.output
+    r = runner.invoke(app, ["check", "--id", "count:numbers", "--kwargs", '{"N": 2}', "--text", "1 and 22 and 3"])
+    assert r.exit_code == 1 and r.output.startswith("FAIL: 3 numbers")
+    r = runner.invoke(app, ["check", "--id", "punctuation:no_comma", "--text", "fine"])
+    assert r.exit_code == 0 and "PASS" in r.output
+    r = runner.invoke(app, ["check", "--id", "no:such", "--text", "x"])
+    assert r.exit_code == 2
+
+
+def test_cli_eval_files_and_compare(tmp_path):
+    p = _write(tmp_path / "p.jsonl", PROMPTS)
+    r1 = _write(tmp_path / "a.jsonl", RESPONSES)
+    r2 = _write(tmp_path / "b.jsonl", [RESPONSES[0], {"prompt": "Two rules.", "response": "1 and 2"}])
+    out = tmp_path / "out"
+    r = runner.invoke(app, ["eval", "--prompts", str(p), "--responses", str(r1), "--out", str(out),
+                            "--bootstrap", "0", "--semantics", "fixed"])
+    assert r.exit_code == 0, r.output
+    assert (out / "eval_results_strict.jsonl").exists() and (out / "eval_results_loose.jsonl").exists()
+    assert (out / "summary.json").exists() and (out / "report.html").exists()
+    assert "missing responses for keys: [3]" in r.output
+    r = runner.invoke(app, ["eval", "--prompts", str(p), "--compare", str(r1), str(r2), "--bootstrap", "0",
+                            "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "B - A" in r.output and (out / "compare.json").exists()
+    bad = _write(tmp_path / "bad.jsonl", [{"prompt": "x"}])
+    r = runner.invoke(app, ["eval", "--prompts", str(bad), "--responses", str(r1)])
+    assert r.exit_code == 2
+
+
+@pytest.mark.skipif(not HAVE_DATA, reason="../shared data not present")
+def test_official_files_load_unchanged():
+    ifb = load_prompts(IFBENCH_FILE)
+    ife = load_prompts(IFEVAL_FILE)
+    assert len(ifb) == 300 and sum(len(i.instruction_id_list) for i in ifb) == 344
+    assert len(ife) == 541 and sum(len(i.instruction_id_list) for i in ife) == 834
+    assert isinstance(ifb[0].key, str) and isinstance(ife[0].key, int)
+    # every integer kwarg arrives as int (floats converted), nulls dropped
+    for it in ifb:
+        for kw in it.kwargs:
+            assert None not in kw.values()
+            assert not any(isinstance(v, float) for v in kw.values())
+
+
+@pytest.mark.skipif(not (HAVE_DATA and HAVE_NLTK_DATA), reason="../shared data not present")
+def test_our_tokenizers_equal_nltk_on_official_prompts():
+    import nltk
+
+    from genlab.ifbench import nlp
+
+    texts = [i.prompt for i in load_prompts(IFBENCH_FILE)][:120] + [i.prompt for i in load_prompts(IFEVAL_FILE)][:120]
+    with nltk_mode("real"):
+        nltk.data.path.insert(0, str(Path(IFBENCH_FILE).parents[2] / "nltk_data"))
+        for t in texts:
+            assert nlp.sent_tokenize(t) == nltk.sent_tokenize(t)
+            toks = nlp.word_tokenize(t)
+            assert toks == nltk.word_tokenize(t)
+            assert nlp.first_pos_tag(toks) == nltk.pos_tag(toks)[0][1]
+        sw = set(nltk.corpus.stopwords.words("english"))
+        assert nlp.stopwords() == sw
+
+
+def test_language_detection_is_deterministic():
+    from genlab.ifbench import langid
+
+    t = "Ceci est un petit texte en français, avec quelques mots."
+    outs = set()
+    for _ in range(5):
+        langid._detect.cache_clear()
+        outs.add(langid.detect(t))
+    assert outs == {"fr"}
