@@ -1,0 +1,604 @@
+"""Study "w2s-ridge": mechanisms of weak-to-strong generalisation in ridge regression (Moniri & Hassani).
+
+Closed-form (deterministic-equivalent) teacher and student test errors next to Monte Carlo simulation for
+(1) ridge teacher → ridge student, (2) a student with a weighted ridge penalty aligned to a spiked target,
+and (3) a multi-index simulation where the student combines what the teacher teaches (the easy, linear
+direction) with a hard direction it found during its own pre-training.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
+from genlab.measures.w2s_ridge import (
+    best_shrinkage_isotropic,
+    lambda_opt_isotropic,
+    mc_w2s,
+    ridge_de,
+    student_de,
+)
+from genlab.measures.weak_to_strong import weak_to_strong
+
+# ----------------------------------------------------------------------------------------------------
+# multi-index simulation (our construction; the paper's multi-index theorem is not reproduced in closed form)
+# ----------------------------------------------------------------------------------------------------
+
+
+def _he2(z: np.ndarray) -> np.ndarray:
+    """Normalised second Hermite polynomial (z² − 1)/√2: unit variance, orthogonal to all linear functions."""
+    return (z**2 - 1.0) / np.sqrt(2.0)
+
+
+def _ridge_fit(x: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
+    k, d = x.shape
+    return np.linalg.solve(x.T @ x / k + lam * np.eye(d), x.T @ y / k)
+
+
+def multi_index_run(
+    d: int, n: int, m: int, n_pre: int, c_hard: float, sigma2: float, lam: float, n_test: int, rng: np.random.Generator
+) -> dict[str, float]:
+    """One repetition of the multi-index weak-to-strong simulation; returns test MSEs of every model.
+
+    Target y = <u₁,x> + c·He₂(<u₂,x>) + ε (easy linear direction u₁, hard direction u₂ with information
+    exponent 2, invisible to any linear model). Teacher: ridge on x with n true labels. Student: pre-trained
+    on a *different* task y_pre = <u₃,x> + c·He₂(<u₂,x>) + ε with n_pre samples, from which it finds u₂ by the
+    spectral method (top eigenvector of E[y_pre (xxᵀ − I)]) and a head a_pre; it then fits a linear readout on
+    m teacher-labelled inputs with its pre-trained hard head frozen.
+    """
+    u1, u2, u3 = np.eye(d)[0], np.eye(d)[1], np.eye(d)[2]
+    noise = np.sqrt(sigma2)
+
+    def sample(k: int, r: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        x = r.standard_normal((k, d))
+        return x, x @ u1 + c_hard * _he2(x @ u2) + noise * r.standard_normal(k)
+
+    # pre-training on the related task (sees the hard feature, not the easy one)
+    xp = rng.standard_normal((n_pre, d))
+    yp = xp @ u3 + c_hard * _he2(xp @ u2) + noise * rng.standard_normal(n_pre)
+    M = (xp * yp[:, None]).T @ xp / n_pre - np.mean(yp) * np.eye(d)
+    ev, V = np.linalg.eigh(M)
+    u_hat = V[:, np.argmax(np.abs(ev))]
+    h_pre = _he2(xp @ u_hat)
+    a_pre = float(h_pre @ yp / (h_pre @ h_pre))
+
+    def hard(x: np.ndarray) -> np.ndarray:
+        return _he2(x @ u_hat)
+
+    def fit_teacher(x: np.ndarray, y: np.ndarray):
+        w = _ridge_fit(x, y, lam)
+        return lambda z: z @ w
+
+    def fit_student_frozen(x: np.ndarray, y: np.ndarray):
+        w = _ridge_fit(x, y - a_pre * hard(x), lam)
+        return lambda z: a_pre * hard(z) + z @ w
+
+    def fit_student_refit(x: np.ndarray, y: np.ndarray):
+        feats = np.column_stack([hard(x), x])
+        coef = _ridge_fit(feats, y, lam)
+        return lambda z: np.column_stack([hard(z), z]) @ coef
+
+    def mse(p: np.ndarray, y: np.ndarray) -> float:
+        return float(np.mean((p - y) ** 2))
+
+    test = sample(n_test, rng)
+    state = rng.bit_generator.state  # every variant sees the same teacher data and student inputs
+    out = weak_to_strong(sample, fit_teacher, fit_student_frozen, mse, n, m, 0, rng, test_data=test)
+    rng.bit_generator.state = state
+    refit = weak_to_strong(sample, fit_teacher, fit_student_refit, mse, n, m, 0, rng, test_data=test)
+    rng.bit_generator.state = state
+    sample(n, rng)  # the teacher's draw
+    x_s, y_s = sample(m, rng)
+    true_student = fit_student_frozen(x_s, y_s)
+    return {
+        "teacher": out.teacher_score,
+        "student": out.student_score,
+        "student_refit_head": refit.student_score,
+        "student_true_labels": mse(true_student(test[0]), test[1]),
+        "pretrained_only": mse(a_pre * hard(test[0]), test[1]),
+        "overlap_u2": float(abs(u_hat @ u2)),
+        "a_pre": a_pre,
+    }
+
+
+# ----------------------------------------------------------------------------------------------------
+# claims
+# ----------------------------------------------------------------------------------------------------
+
+
+def _claim_de_vs_mc(m: dict[str, Any]) -> Any:
+    c = m["de_vs_mc"]
+    held = c["max_rel_err"] <= c["tol"] and c["max_rel_err_interp"] <= c["tol_interp"]
+    return evidence(
+        held,
+        max_rel_err=c["max_rel_err"],
+        tol=c["tol"],
+        max_rel_err_interp=c["max_rel_err_interp"],
+        tol_interp=c["tol_interp"],
+        points=c["points"],
+    )
+
+
+def _claim_under_reg(m: dict[str, Any]) -> Any:
+    s = m["sweep"]
+    f = np.asarray(s["lam_t_factor"])
+    de = np.asarray(s["de_best_gain"])
+    rt = np.asarray(s["de_teacher"])
+    mc, se = np.asarray(s["mc_best_gain"]), np.asarray(s["mc_best_gain_se"])
+    under, atopt = f < 1.0, np.isclose(f, 1.0)
+    rel = 1e-3
+    de_ok = bool(np.all(de[under] < -rel * rt[under]) and np.all(de[f >= 1.0] >= -rel * rt[f >= 1.0]))
+    i_under, i_opt = int(np.argmin(f)), int(np.flatnonzero(atopt)[0])
+    mc_ok = bool(mc[i_under] < -3 * se[i_under] and mc[i_opt] > -max(3 * se[i_opt], rel * rt[i_opt]))
+    return evidence(
+        de_ok and mc_ok,
+        de_gain_most_under=de[i_under],
+        de_gain_at_opt=de[i_opt],
+        mc_gain_most_under=mc[i_under],
+        mc_gain_most_under_se=se[i_under],
+        mc_gain_at_opt=mc[i_opt],
+        mc_gain_at_opt_se=se[i_opt],
+        de_sign_flip_ok=de_ok,
+    )
+
+
+def _claim_weighted(m: dict[str, Any]) -> Any:
+    w = m["weighted"]
+    rt = w["de_teacher"]
+    held = (
+        w["de_best_gain_weighted"] < -0.01 * rt
+        and w["mc_best_gain_weighted"] < -3 * w["mc_best_gain_weighted_se"]
+        and w["de_best_gain_plain"] >= -1e-3 * rt
+    )
+    return evidence(
+        held,
+        de_gain_weighted=w["de_best_gain_weighted"],
+        mc_gain_weighted=w["mc_best_gain_weighted"],
+        mc_gain_weighted_se=w["mc_best_gain_weighted_se"],
+        de_gain_plain=w["de_best_gain_plain"],
+        teacher_mse=rt,
+    )
+
+
+def _claim_regime(m: dict[str, Any]) -> Any:
+    r = m["regime"]
+    ratios = np.asarray(r["m_over_d"])
+    under = np.asarray(r["de_ridgeless_gain_under"])
+    opt = np.asarray(r["de_ridgeless_gain_opt"])
+    mc_under = np.asarray(r["mc_ridgeless_gain_under"])
+    mc_opt = np.asarray(r["mc_ridgeless_gain_opt"])
+    small, big = ratios < 1.0, ratios > 1.0
+    held = bool(
+        np.all(under[small] < 0)
+        and np.all(opt[small] > 0)
+        and np.all(mc_under[small] < 0)
+        and np.all(mc_opt[small] > 0)
+        and np.all(np.abs(under[big]) < 1e-6) and np.all(np.abs(opt[big]) < 1e-6)
+    )
+    return evidence(
+        held,
+        m_over_d=ratios,
+        de_gain_under=under,
+        de_gain_opt=opt,
+        mc_gain_under=mc_under,
+        mc_gain_opt=mc_opt,
+    )
+
+
+def _claim_multi_index(m: dict[str, Any]) -> Any:
+    mi = m["multi_index"]
+    mean, se = mi["mean"], mi["se"]
+    d_st = mean["teacher"] - mean["student"]
+    d_se = np.hypot(se["teacher"], se["student"])
+    refit_gap = abs(mean["student_refit_head"] - mean["teacher"])
+    held = bool(d_st > 3 * d_se and mean["student"] < mean["pretrained_only"] and refit_gap < 0.25 * d_st)
+    return evidence(
+        held,
+        teacher=mean["teacher"],
+        student=mean["student"],
+        student_refit_head=mean["student_refit_head"],
+        pretrained_only=mean["pretrained_only"],
+        student_true_labels=mean["student_true_labels"],
+        gain=d_st,
+        gain_se=d_se,
+    )
+
+
+@register
+class W2SRidge(Study):
+    name = "w2s-ridge"
+    paper = Paper(
+        "On the Mechanisms of Weak-to-Strong Generalization: A Theoretical Perspective",
+        "arXiv:2505.18346",
+        "Moniri, Hassani",
+    )
+    summary = (
+        "A ridge student on a ridge teacher's labels beats it exactly when the teacher is under-regularised (or "
+        "the student's penalty is better aligned); closed forms vs Monte Carlo."
+    )
+
+    @dataclass
+    class Config:
+        d: int = 200
+        sigma2: float = 1.0
+        n_over_d: float = 0.5  # teacher sample size n = n_over_d · d
+        m_over_d: float = 4.0  # student sample size of the (λ_T, λ_S) sweep (m ≫ d)
+        m_over_d_regime: tuple[float, ...] = (0.25, 0.5, 0.75, 1.5, 2.0, 4.0)
+        lam_t_factors: tuple[float, ...] = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)  # multiples of λ_opt
+        n_lam_s: int = 13  # MC λ_S grid: 0 and a log grid on [1e-3, 30]
+        reps: int = 50
+        heat_res: int = 31
+        spike_k: int = 10  # weighted ridge: β on k coordinates, student Γ = spike_gamma there
+        spike_gamma: float = 0.05
+        aniso_reps: int = 30
+        mi_d: int = 60
+        mi_n: int = 600
+        mi_m: int = 1500
+        mi_pre: int = 3000
+        mi_c: float = 1.0
+        mi_reps: int = 10
+        tol: float = 0.05
+        tol_interp: float = 0.10
+
+        def validate(self) -> None:
+            if self.d < 10:
+                raise ValueError("d must be >= 10")
+            if self.sigma2 <= 0:
+                raise ValueError("sigma2 must be > 0")
+            if 1.0 in self.m_over_d_regime:
+                raise ValueError("m_over_d_regime must avoid exactly 1 (ridgeless interpolation threshold)")
+            if 1.0 not in self.lam_t_factors or min(self.lam_t_factors) >= 1.0:
+                raise ValueError("lam_t_factors must contain 1.0 (λ_opt) and at least one factor < 1")
+            if not 0 < self.spike_k < self.d or not 0 < self.spike_gamma <= 1:
+                raise ValueError("need 0 < spike_k < d and 0 < spike_gamma <= 1")
+            if self.reps < 2 or self.mi_reps < 2 or self.aniso_reps < 2:
+                raise ValueError("reps, aniso_reps and mi_reps must be >= 2")
+
+    presets = {
+        "smoke": {
+            "d": 40,
+            "reps": 3,
+            "aniso_reps": 3,
+            "heat_res": 7,
+            "n_lam_s": 5,
+            "m_over_d_regime": (0.5, 2.0),
+            "lam_t_factors": (0.01, 1.0, 3.0),
+            "spike_k": 4,
+            "mi_d": 20,
+            "mi_n": 60,
+            "mi_m": 200,
+            "mi_pre": 400,
+            "mi_reps": 2,
+        },
+        "quick": {},
+        "full": {"d": 600, "reps": 200, "aniso_reps": 100, "heat_res": 61, "n_lam_s": 25, "mi_d": 200, "mi_n": 400,
+                 "mi_m": 8000, "mi_pre": 20000, "mi_reps": 30},
+    }
+
+    claims = [
+        Claim(
+            "closed-form (DE) test MSE matches Monte Carlo within tol (tol_interp near the interpolation threshold)",
+            _claim_de_vs_mc,
+        ),
+        Claim(
+            "Σ = I, m ≫ d: the best student beats the teacher for every λ_T < λ_opt and never for λ_T ≥ λ_opt",
+            _claim_under_reg,
+        ),
+        Claim(
+            "at the teacher's optimal λ, a student with a penalty aligned to the target (weighted ridge) beats the "
+            "teacher while a plain ridge student cannot",
+            _claim_weighted,
+        ),
+        Claim(
+            "regime: a ridgeless student with m < d beats an under-regularised teacher and loses to an optimal one; "
+            "with m > d it reproduces the teacher exactly",
+            _claim_regime,
+        ),
+        Claim(
+            "multi-index: the student (pre-trained hard direction + teacher-taught easy direction) beats the "
+            "teacher, and the gain vanishes if its hard head is re-fitted on teacher labels",
+            _claim_multi_index,
+        ),
+    ]
+
+    # ------------------------------------------------------------------------------------------------
+    def run(self, cfg: W2SRidge.Config, ctx: RunContext) -> dict[str, Any]:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1):
+            return self._run(cfg, ctx)
+
+    def _run(self, cfg: W2SRidge.Config, ctx: RunContext) -> dict[str, Any]:
+        d, s2 = cfg.d, cfg.sigma2
+        n = max(2, round(cfg.n_over_d * d))
+        m_big = max(2, round(cfg.m_over_d * d))
+        eigs = np.ones(d)
+        rng_beta = ctx.rng("beta")
+        beta = rng_beta.standard_normal(d)
+        beta /= np.linalg.norm(beta)
+        lam_opt = lambda_opt_isotropic(s2, d, n, 1.0)
+        lam_t = lam_opt * np.asarray(cfg.lam_t_factors, dtype=float)
+        lam_s_mc = np.concatenate([[0.0], np.logspace(-3, np.log10(30.0), cfg.n_lam_s - 1)])
+        lam_s_fine = np.concatenate([[0.0], np.logspace(-4, 2, 241)])
+        points: list[tuple[float, float, bool]] = []  # (DE, MC mean, near-interpolation flag)
+
+        def de_student_curve(teacher, m, lams):
+            return np.array([student_de(eigs, beta, s2, teacher, m, ls).test_mse for ls in lams])
+
+        # --- DE-only: teacher λ_opt check and the (λ_T, λ_S) heat map ---------------------------
+        lam_grid = lam_opt * np.logspace(-2, 2, 161)
+        t_curve = np.array([ridge_de(eigs, beta, s2, n, lt).test_mse for lt in lam_grid])
+        lam_opt_de = float(lam_grid[np.argmin(t_curve)])
+        ctx.log(f"λ_opt closed form {lam_opt:.4g}, DE grid argmin {lam_opt_de:.4g}")
+        heat_t = lam_opt * np.logspace(-2.5, 1.5, cfg.heat_res)
+        heat_s = np.logspace(-3, 1.5, cfg.heat_res)
+        heat_gain = np.empty((cfg.heat_res, cfg.heat_res))
+        for i, lt in enumerate(heat_t):
+            t = ridge_de(eigs, beta, s2, n, lt)
+            heat_gain[i] = de_student_curve(t, m_big, heat_s) - t.test_mse
+
+        # --- sweep over λ_T at m = m_over_d·d: DE + MC -------------------------------------------
+        ctx.log(f"MC sweep: d={d} n={n} m={m_big} reps={cfg.reps}")
+        t_mc, s_mc = mc_w2s(eigs, beta, s2, n, m_big, lam_t, lam_s_mc, cfg.reps, ctx.rng("mc", "sweep"))
+        de_t, de_s, de_best, de_best_lam, lam_star = [], [], [], [], []
+        for lt in lam_t:
+            t = ridge_de(eigs, beta, s2, n, lt)
+            de_t.append(t.test_mse)
+            de_s.append(de_student_curve(t, m_big, lam_s_mc))
+            fine = de_student_curve(t, m_big, lam_s_fine)
+            de_best.append(float(fine.min() - t.test_mse))
+            de_best_lam.append(float(lam_s_fine[np.argmin(fine)]))
+            lam_star.append(best_shrinkage_isotropic(t, beta))
+        gain_mc = s_mc - t_mc[:, :, None]  # (reps, nT, nS)
+        mean_gain = gain_mc.mean(0)
+        best_j = np.argmin(mean_gain, axis=1)
+        mc_best = mean_gain[np.arange(lam_t.size), best_j]
+        mc_best_se = gain_mc[:, np.arange(lam_t.size), best_j].std(0, ddof=1) / np.sqrt(cfg.reps)
+        for i in range(lam_t.size):
+            points.append((de_t[i], float(t_mc[:, i].mean()), False))
+            for j in range(lam_s_mc.size):
+                points.append((float(de_s[i][j]), float(s_mc[:, i, j].mean()), False))
+        sweep = {
+            "lam_t": lam_t,
+            "lam_t_factor": cfg.lam_t_factors,
+            "lam_s": lam_s_mc,
+            "de_teacher": de_t,
+            "de_student": np.array(de_s),
+            "mc_teacher": t_mc.mean(0),
+            "mc_teacher_se": t_mc.std(0, ddof=1) / np.sqrt(cfg.reps),
+            "mc_student": s_mc.mean(0),
+            "de_best_gain": de_best,
+            "de_best_lam_s": de_best_lam,
+            "mc_best_gain": mc_best,
+            "mc_best_gain_se": mc_best_se,
+            "mc_best_lam_s": lam_s_mc[best_j],
+            "lam_s_star_closed_form_m_inf": lam_star,
+        }
+
+        # --- regime: student sample size m/d, ridgeless and best student ------------------------
+        regime: dict[str, Any] = {"m_over_d": list(cfg.m_over_d_regime)}
+        teachers = {"under": lam_opt * min(cfg.lam_t_factors), "opt": lam_opt}
+        for key in ("de_ridgeless_gain", "mc_ridgeless_gain", "mc_ridgeless_gain_se", "de_best_gain"):
+            for tk in teachers:
+                regime[f"{key}_{tk}"] = []
+        tde = {k: ridge_de(eigs, beta, s2, n, v) for k, v in teachers.items()}
+        lam_s_reg = np.concatenate([[0.0], np.logspace(-3, 1.5, 10)])
+        for ratio in cfg.m_over_d_regime:
+            mm = max(2, round(ratio * d))
+            tm, sm = mc_w2s(eigs, beta, s2, n, mm, np.array(list(teachers.values())), lam_s_reg,
+                            cfg.reps, ctx.rng("mc", "regime", mm))
+            for k, (tk, t) in enumerate(tde.items()):
+                de0 = student_de(eigs, beta, s2, t, mm, 0.0).test_mse
+                regime[f"de_ridgeless_gain_{tk}"].append(de0 - t.test_mse)
+                g = sm[:, k, 0] - tm[:, k]
+                regime[f"mc_ridgeless_gain_{tk}"].append(float(g.mean()))
+                regime[f"mc_ridgeless_gain_se_{tk}"].append(float(g.std(ddof=1) / np.sqrt(cfg.reps)))
+                regime[f"de_best_gain_{tk}"].append(float(de_student_curve(t, mm, lam_s_fine).min() - t.test_mse))
+                near = 0.7 <= ratio <= 1.5
+                points.append((t.test_mse, float(tm[:, k].mean()), False))
+                for j, ls in enumerate(lam_s_reg):
+                    de_j = student_de(eigs, beta, s2, t, mm, ls).test_mse
+                    points.append((de_j, float(sm[:, k, j].mean()), near and j == 0))
+            ctx.log(f"regime m/d={ratio}: ridgeless gain under={regime['de_ridgeless_gain_under'][-1]:+.4f} "
+                    f"opt={regime['de_ridgeless_gain_opt'][-1]:+.4f} (DE)")
+
+        # --- weighted ridge with a spiked target --------------------------------------------------
+        beta_sp = np.zeros(d)
+        beta_sp[: cfg.spike_k] = rng_beta.standard_normal(cfg.spike_k)
+        beta_sp /= np.linalg.norm(beta_sp)
+        gamma = np.ones(d)
+        gamma[: cfg.spike_k] = cfg.spike_gamma
+        t_sp = ridge_de(eigs, beta_sp, s2, n, lam_opt)
+        lam_s_w = np.concatenate([[0.0], np.logspace(-3, np.log10(30.0), cfg.n_lam_s - 1)])
+        de_plain = np.array([student_de(eigs, beta_sp, s2, t_sp, m_big, ls).test_mse for ls in lam_s_w])
+        de_w = np.array([student_de(eigs, beta_sp, s2, t_sp, m_big, ls, gamma).test_mse for ls in lam_s_w])
+        de_w_fine = np.array([student_de(eigs, beta_sp, s2, t_sp, m_big, ls, gamma).test_mse for ls in lam_s_fine])
+        de_p_fine = np.array([student_de(eigs, beta_sp, s2, t_sp, m_big, ls).test_mse for ls in lam_s_fine])
+        rng_w = ctx.rng("mc", "weighted")
+        state = rng_w.bit_generator.state
+        tw, sw = mc_w2s(eigs, beta_sp, s2, n, m_big, np.array([lam_opt]), lam_s_w, cfg.reps, rng_w, gamma_s=gamma)
+        rng_w.bit_generator.state = state  # same teachers and student inputs for the plain student
+        tp, sp = mc_w2s(eigs, beta_sp, s2, n, m_big, np.array([lam_opt]), lam_s_w, cfg.reps, rng_w)
+        gw = sw[:, 0, :] - tw[:, :1]
+        jw = int(np.argmin(gw.mean(0)))
+        gp = sp[:, 0, :] - tp[:, :1]
+        jp = int(np.argmin(gp.mean(0)))
+        points.append((t_sp.test_mse, float(tw.mean()), False))
+        for j in range(lam_s_w.size):
+            points.append((float(de_w[j]), float(sw[:, 0, j].mean()), False))
+            points.append((float(de_plain[j]), float(sp[:, 0, j].mean()), False))
+        weighted = {
+            "lam_s": lam_s_w,
+            "lam_t": lam_opt,
+            "de_teacher": t_sp.test_mse,
+            "mc_teacher": float(tw.mean()),
+            "de_student_weighted": de_w,
+            "de_student_plain": de_plain,
+            "mc_student_weighted": sw[:, 0, :].mean(0),
+            "mc_student_plain": sp[:, 0, :].mean(0),
+            "de_best_gain_weighted": float(de_w_fine.min() - t_sp.test_mse),
+            "de_best_gain_plain": float(de_p_fine.min() - t_sp.test_mse),
+            "mc_best_gain_weighted": float(gw.mean(0)[jw]),
+            "mc_best_gain_weighted_se": float(gw[:, jw].std(ddof=1) / np.sqrt(cfg.reps)),
+            "mc_best_gain_plain": float(gp.mean(0)[jp]),
+            "mc_best_gain_plain_se": float(gp[:, jp].std(ddof=1) / np.sqrt(cfg.reps)),
+        }
+        ctx.log(f"weighted: DE best gain weighted {weighted['de_best_gain_weighted']:+.4f}, "
+                f"plain {weighted['de_best_gain_plain']:+.4f}")
+
+        # --- anisotropic (power-law) DE check ------------------------------------------------------
+        idx = np.arange(1, d + 1)
+        eig_pw, beta_pw = 3.0 / idx, idx**-0.75
+        aniso = []
+        for nn_, mm_, lt_, ls_ in ((n, m_big, 1e-3, 0.1), (round(1.5 * d), round(0.67 * d), 1e-2, 0.05)):
+            t = ridge_de(eig_pw, beta_pw, s2, nn_, lt_)
+            st = student_de(eig_pw, beta_pw, s2, t, mm_, ls_)
+            tm, sm = mc_w2s(eig_pw, beta_pw, s2, nn_, mm_, [lt_], [ls_], cfg.aniso_reps, ctx.rng("mc", "pow", nn_))
+            points += [(t.test_mse, float(tm.mean()), False), (st.test_mse, float(sm.mean()), False)]
+            aniso.append({"n": nn_, "m": mm_, "lam_t": lt_, "lam_s": ls_, "de_teacher": t.test_mse,
+                          "mc_teacher": float(tm.mean()), "de_student": st.test_mse, "mc_student": float(sm.mean())})
+
+        pts = np.array(points)
+        rel = np.abs(pts[:, 0] - pts[:, 1]) / pts[:, 1]
+        flag = pts[:, 2].astype(bool)
+        de_vs_mc = {
+            "points": int(len(pts)),
+            "max_rel_err": float(rel[~flag].max()),
+            "median_rel_err": float(np.median(rel[~flag])),
+            "max_rel_err_interp": float(rel[flag].max()) if flag.any() else 0.0,
+            "tol": cfg.tol,
+            "tol_interp": cfg.tol_interp,
+            "de": pts[:, 0],
+            "mc": pts[:, 1],
+            "interp": flag,
+        }
+        ctx.log(f"DE vs MC: max rel err {de_vs_mc['max_rel_err']:.4f} (interp {de_vs_mc['max_rel_err_interp']:.4f})")
+
+        # --- multi-index simulation -----------------------------------------------------------------
+        runs = [
+            multi_index_run(cfg.mi_d, cfg.mi_n, cfg.mi_m, cfg.mi_pre, cfg.mi_c, s2, 1e-2, 5000, ctx.rng("mi", r))
+            for r in range(cfg.mi_reps)
+        ]
+        keys = list(runs[0])
+        mi = {
+            "mean": {k: float(np.mean([r[k] for r in runs])) for k in keys},
+            "se": {k: float(np.std([r[k] for r in runs], ddof=1) / np.sqrt(len(runs))) for k in keys},
+            "noise_floor": s2,
+            "hard_variance": cfg.mi_c**2,
+        }
+        ctx.log("multi-index: " + ", ".join(f"{k}={v:.3f}" for k, v in mi["mean"].items()))
+
+        return {
+            "d": d,
+            "n": n,
+            "m": m_big,
+            "lam_opt": lam_opt,
+            "lam_opt_de_grid": lam_opt_de,
+            "heat": {"lam_t": heat_t, "lam_s": heat_s, "de_gain": heat_gain},
+            "sweep": sweep,
+            "regime": regime,
+            "weighted": weighted,
+            "aniso": aniso,
+            "de_vs_mc": de_vs_mc,
+            "multi_index": mi,
+        }
+
+    # ------------------------------------------------------------------------------------------------
+    def figures(self, metrics: dict[str, Any], ctx: RunContext) -> list[Path]:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.colors import TwoSlopeNorm
+
+        m = metrics
+        lam_opt = m["lam_opt"]
+        fig, ax = plt.subplots(2, 3, figsize=(15, 8.6))
+
+        # (a) heat map of DE student − teacher
+        h = m["heat"]
+        g = np.asarray(h["de_gain"], dtype=float)
+        lim = float(np.max(np.abs(g)))
+        a = ax[0, 0]
+        pc = a.pcolormesh(h["lam_t"], h["lam_s"], g.T, cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -lim, lim), shading="auto")
+        a.contour(h["lam_t"], h["lam_s"], g.T, levels=[0.0], colors="k", linewidths=1)
+        a.axvline(lam_opt, color="k", ls="--", lw=1)
+        a.set(xscale="log", yscale="log", xlabel="teacher λ_T", ylabel="student λ_S",
+              title=f"(a) DE: student − teacher test MSE (m/d={m['m'] / m['d']:.0f})")
+        fig.colorbar(pc, ax=a)
+        a.text(lam_opt, h["lam_s"][-1], " λ_opt", va="top", fontsize=8)
+
+        # (b) best gain vs λ_T, DE + MC
+        s = m["sweep"]
+        a = ax[0, 1]
+        a.axhline(0, color="gray", lw=0.8)
+        a.plot(s["lam_t"], s["de_best_gain"], "-", label="DE: best student − teacher")
+        a.errorbar(s["lam_t"], s["mc_best_gain"], yerr=s["mc_best_gain_se"], fmt="o", ms=4,
+                   label="MC (best λ_S on grid)")
+        a.axvline(lam_opt, color="k", ls="--", lw=1)
+        a.set(xscale="log", xlabel="teacher λ_T", ylabel="gain (negative = student wins)", title="(b) W2S gain vs λ_T")
+        a.legend(fontsize=8)
+
+        # (c) curves in λ_S for a few λ_T: DE lines and MC dots
+        a = ax[0, 2]
+        lam_s = np.asarray(s["lam_s"], dtype=float)
+        xs = np.where(lam_s > 0, lam_s, lam_s[1] / 3)
+        for i, f in enumerate(s["lam_t_factor"]):
+            if f not in (min(s["lam_t_factor"]), 1.0, max(s["lam_t_factor"])):
+                continue
+            (ln,) = a.plot(xs, s["de_student"][i], "-", label=f"student, λ_T={f:g}·λ_opt")
+            a.plot(xs, s["mc_student"][i], "o", ms=3, color=ln.get_color())
+            a.axhline(s["de_teacher"][i], color=ln.get_color(), ls=":", lw=1)
+        a.set(xscale="log", xlabel="student λ_S (leftmost = 0)", ylabel="test MSE",
+              title="(c) DE (lines) vs MC (dots); dotted = teacher")
+        a.legend(fontsize=7)
+
+        # (d) regime dependence
+        r = m["regime"]
+        a = ax[1, 0]
+        a.axhline(0, color="gray", lw=0.8)
+        for tk, lab in (("under", "under-reg. teacher"), ("opt", "optimal teacher")):
+            (ln,) = a.plot(r["m_over_d"], r[f"de_ridgeless_gain_{tk}"], "-", label=f"{lab}: ridgeless student (DE)")
+            a.errorbar(r["m_over_d"], r[f"mc_ridgeless_gain_{tk}"], yerr=r[f"mc_ridgeless_gain_se_{tk}"], fmt="o",
+                       ms=4, color=ln.get_color())
+            a.plot(r["m_over_d"], r[f"de_best_gain_{tk}"], "--", color=ln.get_color(), label=f"{lab}: best λ_S (DE)")
+        a.axvline(1.0, color="k", ls=":", lw=1)
+        a.set(xlabel="student samples m/d", ylabel="student − teacher test MSE",
+              title="(d) regime: over- (m<d) vs under-parameterised student")
+        a.legend(fontsize=7)
+
+        # (e) weighted ridge
+        w = m["weighted"]
+        a = ax[1, 1]
+        lw = np.asarray(w["lam_s"], dtype=float)
+        xw = np.where(lw > 0, lw, lw[1] / 3)
+        (l1,) = a.plot(xw, w["de_student_plain"], "-", label="plain ridge student (DE)")
+        a.plot(xw, w["mc_student_plain"], "o", ms=3, color=l1.get_color())
+        (l2,) = a.plot(xw, w["de_student_weighted"], "-", label="aligned weighted student (DE)")
+        a.plot(xw, w["mc_student_weighted"], "o", ms=3, color=l2.get_color())
+        a.axhline(w["de_teacher"], color="k", ls=":", label="teacher at λ_opt")
+        a.set(xscale="log", xlabel="student λ_S (leftmost = 0)", ylabel="test MSE",
+              title="(e) weighted ridge, spiked β")
+        a.legend(fontsize=7)
+
+        # (f) multi-index
+        mi = m["multi_index"]
+        a = ax[1, 2]
+        names = ["teacher", "student", "student_refit_head", "pretrained_only", "student_true_labels"]
+        a.bar(range(len(names)), [mi["mean"][k] for k in names], yerr=[mi["se"][k] for k in names], color="C0")
+        a.axhline(mi["noise_floor"], color="k", ls=":", lw=1, label="noise floor σ²")
+        a.set_xticks(range(len(names)), ["teacher", "student", "student,\nhead refit", "pre-trained\nonly",
+                                          "student,\ntrue labels"], fontsize=8)
+        a.set(ylabel="test MSE", title="(f) multi-index simulation")
+        a.legend(fontsize=7)
+
+        fig.suptitle("w2s-ridge: ridge teacher → ridge student (DE = our deterministic equivalent, MC = simulation)")
+        fig.tight_layout()
+        path = ctx.figures_dir / "w2s-ridge.png"
+        fig.savefig(path, dpi=72)
+        plt.close(fig)
+        return [path]
