@@ -108,3 +108,28 @@ def add_generation_commands(app: typer.Typer) -> None:
             typer.echo(f"{mode:<6} prompt-level {100 * d['prompt_level']:6.2f}  "
                        f"instruction-level {100 * d['instruction_level']:6.2f}")  # fmt: skip
         typer.echo(f"report: {paths['html']}")
+
+
+def add_train_command(app: typer.Typer) -> None:
+    """Register ``make-train`` on the ifbench Typer app."""
+
+    @app.command("make-train")
+    def make_train_cmd(
+        out: Annotated[Path, typer.Option("--out", help="Output directory.")],
+        base: Annotated[
+            Path | None, typer.Option("--base", exists=True, dir_okay=False, help="Base prompts (.txt lines or JSONL).")
+        ] = None,
+        n: Annotated[int, typer.Option("--n", min=1, help="Number of training prompts.")] = 1000,
+        max_constraints: Annotated[
+            int, typer.Option("--max-constraints", min=1, help="Most constraints per prompt.")
+        ] = 5,
+        min_constraints: Annotated[int, typer.Option("--min-constraints", min=1, help="Fewest constraints.")] = 1,
+        seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    ) -> None:
+        """Compose IFEval ∪ IFTrain constraints onto base prompts (never IFBench test ids): RLVR training data."""
+        from genlab.ifbench.train_prompts import load_base_prompts, make_train, write_train
+
+        bases = load_base_prompts(base) if base else None
+        rows = make_train(bases, n, max_constraints=max_constraints, min_constraints=min_constraints, seed=seed)
+        paths = write_train(rows, out)
+        typer.echo(f"wrote {len(rows)} prompts: {paths['open_instruct']} (open-instruct), {paths['ifeval']} (IFEval)")
