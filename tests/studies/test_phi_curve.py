@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from genlab.harness import RunContext
-from genlab.harness.study import get_study
+from genlab.harness.study import _REGISTRY
 from genlab.studies.phi_curve import (
     PhiCurve,
     affine_fit,
@@ -68,7 +68,8 @@ def test_digits_mc_equals_direct_ridge() -> None:
     x_pool, y_pool = data.uniform(0, 1, (40, 5)), data.integers(0, 10, 40).astype(float)
     x_test, y_test = data.uniform(0, 1, (9, 5)), data.integers(0, 10, 9).astype(float)
     n, ps, lams = 12, [5, 30], [1e-3, 0.1]
-    risk, norm = digits_rf_mc(x_pool, y_pool, x_test, y_test, n, ps, lams, reps=1, rng=np.random.default_rng(5))
+    test, pool, norm = digits_rf_mc(x_pool, y_pool, x_test, y_test, n, ps, lams, reps=1,
+                                    rng=np.random.default_rng(5))
     rng = np.random.default_rng(5)
     idx = rng.choice(40, n, replace=False)
     v = rng.standard_normal((1, 5, max(ps)))[0]
@@ -77,7 +78,9 @@ def test_digits_mc_equals_direct_ridge() -> None:
         for j, lam in enumerate(lams):
             coef = np.linalg.solve(z.T @ z + lam * np.eye(p), z.T @ y_pool[idx])
             pred = erf(x_test @ v[:, :p]) / np.sqrt(p) @ coef
-            assert risk[0, i, j] == pytest.approx(np.mean((pred - y_test) ** 2), rel=1e-7)
+            assert test[0, i, j] == pytest.approx(np.mean((pred - y_test) ** 2), rel=1e-7)
+            pred = erf(x_pool @ v[:, :p]) / np.sqrt(p) @ coef
+            assert pool[0, i, j] == pytest.approx(np.mean((pred - y_pool) ** 2), rel=1e-7)
             assert norm[0, i, j] == pytest.approx(coef @ coef, rel=1e-7)
 
 
@@ -117,7 +120,7 @@ def test_size_grid_contains_interpolation_point() -> None:
 
 
 def test_config_validation_and_registry() -> None:
-    assert get_study("phi-curve") is PhiCurve
+    assert _REGISTRY["phi-curve"] is PhiCurve  # registered on import (no discovery of every study)
     cfg = PhiCurve.config("quick")
     cfg.validate()
     with pytest.raises(ValueError, match="window"):
