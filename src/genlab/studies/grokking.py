@@ -1,0 +1,655 @@
+"""Grokking as a probe: relative flatness vs neural collapse (Han et al., arXiv 2509.17738).
+
+Modular arithmetic (``a ∘ b mod p``) trained to memorisation and beyond with AdamW + weight decay groks: the test
+accuracy jumps long after the training accuracy. Along the way we log the relative flatness κ of the classifier
+layer (:mod:`genlab.measures.flatness`) and the neural-collapse metrics NC1–NC4 / NCC of its input features
+(:mod:`genlab.measures.neural_collapse`), mark the onset of generalisation, and run two interventions against an
+unregularised baseline with the same seed and split:
+
+- *flatness ascent*: loss − λ·‖W‖²·mean Σ_c p_c(1 − p_c) (φ normalised, softmax temperature τ, ‖W‖_F capped),
+  switched off at a given step;
+- *collapse suppression*: loss − λ·NCC (never switched off).
+
+The same two interventions run on a classifier that does not grok (an MLP on scikit-learn's digits, SGD).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from genlab.data.digits import digits_split
+from genlab.data.modular import OPERATIONS, modular_split, one_hot_pairs, token_sequences, vocab_size
+from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
+from genlab.harness.torch_setup import setup_torch
+from genlab.measures.flatness import flatness_penalty, softmax_ce_flatness_terms
+from genlab.measures.neural_collapse import nc1, nc2, nc3, nc4, ncc
+from genlab.nn.mlp import MLP
+from genlab.nn.transformer import TinyTransformer
+
+ARMS = ("baseline", "ascent", "suppress")
+SERIES_KEYS = (
+    "step",
+    "train_acc",
+    "test_acc",
+    "train_loss",
+    "kappa_bound",
+    "kappa",
+    "kappa_norm",
+    "trace_h",
+    "w2",
+    "feat_norm",
+    "ncc",
+    "nc1",
+    "nc2",
+    "nc3",
+    "nc4",
+)
+
+
+# -- pure helpers (tested) ----------------------------------------------------------------------------------
+
+
+def first_crossing(steps: list[int] | np.ndarray, values: list[float] | np.ndarray, threshold: float) -> int | None:
+    """The first logged step whose value is >= threshold, or None if it never gets there."""
+    v = np.asarray(values, dtype=float)
+    idx = np.flatnonzero(v >= threshold)
+    return int(np.asarray(steps)[idx[0]]) if idx.size else None
+
+
+def value_at(steps: list[int] | np.ndarray, values: list[float] | np.ndarray, step: float) -> float:
+    """Log-linear interpolation of a positive series at ``step`` (clamped to the logged range)."""
+    s = np.asarray(steps, dtype=float)
+    v = np.log(np.maximum(np.asarray(values, dtype=float), 1e-300))
+    return float(np.exp(np.interp(step, s, v)))
+
+
+def combine(helds: list[bool | None]) -> bool | None:
+    """Seeds → verdict: all True → True, all False → False, anything else (mixed or undecidable) → None."""
+    if helds and all(h is True for h in helds):
+        return True
+    if helds and all(h is False for h in helds):
+        return False
+    return None
+
+
+# -- training ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Regime:
+    """One training run: optimiser, regulariser and logging knobs."""
+
+    steps: int
+    lr: float
+    optimizer: Literal["adamw", "sgd"] = "adamw"
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.98)
+    momentum: float = 0.9
+    warmup: int = 0
+    batch_size: int = 0  # 0 = full batch
+    log_every: int = 50
+    reg: Literal["none", "ascent", "suppress"] = "none"
+    lam: float = 0.0
+    reg_off: int | None = None  # step at which the regulariser is removed (None = never)
+    temperature: float = 2.0
+    normalize_features: bool = True
+    weight_cap: float = 50.0
+
+
+@torch.no_grad()
+def measure(model: nn.Module, x: torch.Tensor, y: torch.Tensor, num_classes: int) -> dict[str, float]:
+    """Train-set flatness of ``model.head`` and collapse metrics of its input features."""
+    logits, feats = model.forward_with_features(x)
+    f64, w64, l64 = feats.double(), model.head.weight.double(), logits.double()
+    kap_i, tr_i, _ = softmax_ce_flatness_terms(f64, w64, l64)
+    fn = f64 / f64.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    kap_n, _, _ = softmax_ce_flatness_terms(fn, w64, l64)
+    w2 = float((w64**2).sum())
+    out = {
+        "train_acc": float((logits.argmax(1) == y).double().mean()),
+        "train_loss": float(F.cross_entropy(logits, y)),
+        "kappa": float(kap_i.mean()),
+        "kappa_bound": w2 * float(tr_i.mean()),
+        "kappa_norm": float(kap_n.mean()),
+        "trace_h": float(tr_i.mean()),
+        "w2": w2,
+        "feat_norm": float(f64.norm(dim=1).mean()),
+    }
+    try:
+        out["ncc"] = float(ncc(f64, y, num_classes))
+        out["nc1"] = nc1(f64, y, num_classes)
+        out["nc2"] = nc2(f64, y, num_classes)["max_angle"]
+        out["nc3"] = nc3(f64, y, w64, num_classes)
+        out["nc4"] = nc4(f64, y, l64, num_classes)
+    except ValueError:  # e.g. all features collapsed onto one class: metrics undefined
+        out.update({k: float("nan") for k in ("ncc", "nc1", "nc2", "nc3", "nc4")})
+    return out
+
+
+def train(
+    model: nn.Module,
+    data: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+    num_classes: int,
+    regime: Regime,
+    gen: torch.Generator,
+) -> dict[str, list[float]]:
+    """Train ``model`` under ``regime``; returns the logged time series (keys: SERIES_KEYS)."""
+    x_tr, y_tr, x_te, y_te = data
+    params = list(model.parameters())
+    if regime.optimizer == "adamw":
+        opt = torch.optim.AdamW(params, lr=regime.lr, betas=regime.betas, weight_decay=regime.weight_decay)
+    else:
+        opt = torch.optim.SGD(params, lr=regime.lr, momentum=regime.momentum, weight_decay=regime.weight_decay)
+    warm = max(regime.warmup, 0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
+    n = x_tr.shape[0]
+    bs = n if regime.batch_size <= 0 else min(regime.batch_size, n)
+    series: dict[str, list[float]] = {k: [] for k in SERIES_KEYS}
+    order = torch.randperm(n, generator=gen)
+    pos = 0
+    for step in range(regime.steps + 1):
+        if step % regime.log_every == 0 or step == regime.steps:
+            model.eval()
+            m = measure(model, x_tr, y_tr, num_classes)
+            with torch.no_grad():
+                m["test_acc"] = float((model(x_te).argmax(1) == y_te).double().mean())
+            m["step"] = step
+            for k in SERIES_KEYS:
+                series[k].append(m[k])
+            model.train()
+        if step == regime.steps:
+            break
+        if bs == n:
+            xb, yb = x_tr, y_tr
+        else:
+            if pos + bs > n:
+                order, pos = torch.randperm(n, generator=gen), 0
+            idx = order[pos : pos + bs]
+            pos += bs
+            xb, yb = x_tr[idx], y_tr[idx]
+        reg_on = regime.reg != "none" and (regime.reg_off is None or step < regime.reg_off)
+        logits, feats = model.forward_with_features(xb)
+        loss = F.cross_entropy(logits, yb)
+        if reg_on and regime.reg == "ascent":
+            loss = loss - regime.lam * flatness_penalty(
+                feats, model.head.weight, logits, regime.temperature, regime.normalize_features
+            )
+        elif reg_on and regime.reg == "suppress":
+            loss = loss - regime.lam * ncc(feats, yb, num_classes)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        if reg_on and regime.reg == "ascent" and regime.weight_cap > 0:
+            with torch.no_grad():
+                norm = model.head.weight.norm()
+                if norm > regime.weight_cap:
+                    model.head.weight.mul_(regime.weight_cap / norm)
+    return series
+
+
+# -- per-run summaries and claims ----------------------------------------------------------------------------
+
+
+def summarise(series: dict[str, list[float]], onset_threshold: float, gen_threshold: float, window: int) -> dict:
+    """Memorisation / onset / generalisation steps and the metric values the claims use."""
+    s = series["step"]
+    t_mem = first_crossing(s, series["train_acc"], 0.99)
+    onset = first_crossing(s, series["test_acc"], onset_threshold)
+    out: dict[str, Any] = {
+        "t_mem": t_mem,
+        "onset": onset,
+        "t_gen": first_crossing(s, series["test_acc"], gen_threshold),
+        "final_test_acc": series["test_acc"][-1],
+        "final_ncc": series["ncc"][-1],
+    }
+    if onset is not None and t_mem is not None:
+        lo, hi = max(onset - window, t_mem), onset + window
+        out["window"] = [lo, hi]
+        for key in ("kappa_bound", "kappa_norm", "kappa", "ncc", "nc1"):
+            out[f"{key}_mem"] = value_at(s, series[key], t_mem)
+            out[f"{key}_lo"] = value_at(s, series[key], lo)
+            out[f"{key}_hi"] = value_at(s, series[key], hi)
+    return out
+
+
+def _modular_seeds(m: dict, arm: str, op: str | None = None) -> list[dict]:
+    op = op or m["intervention_op"]
+    return m["modular"][op][arm]
+
+
+def check_kappa_window(m: dict) -> Any:
+    """κ (bound form) falls at least ``kappa_drop``-fold across [onset − w, onset + w] in every baseline run."""
+    thr = m["thresholds"]["kappa_drop"]
+    helds, ratios = [], []
+    for op in m["modular"]:
+        for r in m["modular"][op]["baseline"]:
+            if r["onset"] is None:
+                helds.append(None)
+                continue
+            ratio = r["kappa_bound_hi"] / r["kappa_bound_lo"]
+            ratios.append(ratio)
+            helds.append(ratio <= 1.0 / thr)
+    return evidence(
+        combine(helds),
+        note="None per run = no onset within the budget",
+        runs_held=f"{sum(h is True for h in helds)}/{len(helds)}",
+        kappa_hi_over_lo=[round(v, 4) for v in ratios],
+    )
+
+
+def check_nc_early(m: dict) -> Any:
+    """NCC has already fallen ``nc_drop``-fold from memorisation to the start of the onset window."""
+    thr = m["thresholds"]["nc_drop"]
+    helds, ratios, nc1_ratios = [], [], []
+    for op in m["modular"]:
+        for r in m["modular"][op]["baseline"]:
+            if r["onset"] is None:
+                helds.append(None)
+                continue
+            ratio = r["ncc_lo"] / r["ncc_mem"]
+            ratios.append(ratio)
+            nc1_ratios.append(r["nc1_lo"] / r["nc1_mem"])
+            helds.append(ratio <= 1.0 / thr)
+    return evidence(
+        combine(helds),
+        runs_held=f"{sum(h is True for h in helds)}/{len(helds)}",
+        ncc_lo_over_mem=[round(v, 4) for v in ratios],
+        nc1_lo_over_mem=[round(v, 4) for v in nc1_ratios],
+    )
+
+
+def check_ascent(m: dict) -> Any:
+    """Per seed: baseline onset before switch-off; under ascent no onset before switch-off, onset after it."""
+    off = m["thresholds"]["ascent_off"]
+    helds, base_on, asc_on, max_on = [], [], [], []
+    for b, a in zip(_modular_seeds(m, "baseline"), _modular_seeds(m, "ascent")):
+        base_on.append(b["onset"])
+        asc_on.append(a["onset"])
+        max_on.append(round(a["max_test_acc_reg_on"], 4))
+        if b["onset"] is None or b["onset"] >= off:
+            helds.append(None)  # the baseline does not generalise before switch-off: a delay cannot be shown
+        else:
+            helds.append(a["onset"] is not None and a["onset"] >= off)
+    return evidence(
+        combine(helds),
+        note="held per seed: baseline onset < switch-off <= ascent onset",
+        switch_off=off,
+        baseline_onset=base_on,
+        ascent_onset=asc_on,
+        max_test_acc_while_on=max_on,
+    )
+
+
+def check_suppress(m: dict) -> Any:
+    """Per seed: NCC raised >= ``ncc_raise``-fold, and onset within ``tolerance`` × the baseline's."""
+    tol, raise_ = m["thresholds"]["suppress_tolerance"], m["thresholds"]["ncc_raise"]
+    helds, ratios, raised = [], [], []
+    for b, s in zip(_modular_seeds(m, "baseline"), _modular_seeds(m, "suppress")):
+        up = s["final_ncc"] / b["final_ncc"] if b["final_ncc"] > 0 else float("nan")
+        raised.append(round(up, 3))
+        if b["onset"] is None or not (up >= raise_):
+            helds.append(None)  # no baseline onset, or collapse was not suppressed: undecidable
+            continue
+        r = s["onset"] / b["onset"] if s["onset"] is not None else float("inf")
+        ratios.append(round(r, 3))
+        helds.append(r <= tol)
+    return evidence(
+        combine(helds),
+        onset_ratio=ratios,
+        final_ncc_ratio=raised,
+        tolerance=tol,
+    )
+
+
+def check_digits_ascent(m: dict) -> Any:
+    """Digits: test accuracy at switch-off ≥ margin below the baseline's; at the end within 2 points of it."""
+    margin = m["thresholds"]["digits_margin"]
+    helds, gaps, finals = [], [], []
+    for b, a in zip(m["digits"]["baseline"], m["digits"]["ascent"]):
+        gap = b["acc_at_off"] - a["acc_at_off"]
+        fin = b["final_test_acc"] - a["final_test_acc"]
+        gaps.append(round(gap, 4))
+        finals.append(round(fin, 4))
+        helds.append(gap >= margin and fin <= 0.02)
+    return evidence(combine(helds), gap_at_switch_off=gaps, final_gap=finals, margin=margin)
+
+
+def check_digits_suppress(m: dict) -> Any:
+    """Digits: collapse suppression raises NCC yet final test accuracy stays within 2 points of the baseline."""
+    helds, gaps, raised = [], [], []
+    for b, s in zip(m["digits"]["baseline"], m["digits"]["suppress"]):
+        up = s["final_ncc"] / b["final_ncc"]
+        gap = b["final_test_acc"] - s["final_test_acc"]
+        raised.append(round(up, 3))
+        gaps.append(round(gap, 4))
+        helds.append(None if up < m["thresholds"]["ncc_raise"] else gap <= 0.02)
+    return evidence(combine(helds), final_gap=gaps, final_ncc_ratio=raised)
+
+
+# -- the study -----------------------------------------------------------------------------------------------
+
+
+@register
+class Grokking(Study):
+    name = "grokking"
+    paper = Paper(
+        "Flatness is Necessary, Neural Collapse is Not: Rethinking Generalization via Grokking",
+        "arXiv:2509.17738",
+        "Han, Adilova, Petzka, Kleesiek, Kamp",
+    )
+    summary = (
+        "In grokking, relative flatness of the last layer drops around the onset of generalisation while neural "
+        "collapse progresses earlier; pushing away from flatness delays generalisation, suppressing collapse does not."
+    )
+
+    @dataclass
+    class Config:
+        # modular arithmetic
+        p: int = 31
+        ops: tuple[str, ...] = ("add", "sub")
+        train_fraction: float = 0.6
+        model: Literal["mlp", "transformer"] = "mlp"
+        hidden: int = 128  # MLP width (two hidden layers) on one-hot pairs
+        d_model: int = 128  # transformer
+        n_heads: int = 4
+        n_layers: int = 2
+        lr: float = 3e-3
+        weight_decay: float = 2.0
+        warmup: int = 0
+        steps: int = 2200
+        log_every: int = 50
+        seeds: int = 3
+        # interventions (run on ops[0])
+        ascent_lambda: float = 10.0
+        ascent_off: int = 1000
+        ascent_temperature: float = 2.0
+        ascent_cap: float = 50.0
+        suppress_lambda: float = 1e-4
+        # digits (a classifier that does not grok)
+        digits: bool = True
+        digits_train: int = 500
+        digits_hidden: int = 256
+        digits_epochs: int = 120
+        digits_off: int = 60
+        digits_lr: float = 0.01
+        digits_batch: int = 64
+        digits_ascent_lambda: float = 0.01
+        digits_suppress_lambda: float = 1e-3
+        # onset detection and claim thresholds
+        onset_threshold: float = 0.5
+        gen_threshold: float = 0.95
+        window: int = 250
+        kappa_drop: float = 2.0
+        nc_drop: float = 2.0
+        ncc_raise: float = 10.0
+        suppress_tolerance: float = 1.5
+        digits_margin: float = 0.1
+        threads: int = 1
+        arms: tuple[str, ...] = ARMS
+
+        def validate(self) -> None:
+            if self.p < 3:
+                raise ValueError("p must be >= 3")
+            bad = [o for o in self.ops if o not in OPERATIONS]
+            if bad or not self.ops:
+                raise ValueError(f"ops must be a non-empty subset of {OPERATIONS}, got {self.ops}")
+            if not 0 < self.train_fraction < 1:
+                raise ValueError("train_fraction must be in (0, 1)")
+            if self.steps < 1 or self.log_every < 1 or self.seeds < 1:
+                raise ValueError("steps, log_every and seeds must be >= 1")
+            if not 0 < self.ascent_off <= self.steps:
+                raise ValueError("ascent_off must be in (0, steps]")
+            if not 0 < self.digits_off <= self.digits_epochs:
+                raise ValueError("digits_off must be in (0, digits_epochs]")
+            if set(self.arms) - set(ARMS) or "baseline" not in self.arms:
+                raise ValueError(f"arms must include 'baseline' and be a subset of {ARMS}")
+
+    presets = {
+        "smoke": {
+            "p": 11,
+            "ops": ("add", "sub"),
+            "hidden": 32,
+            "steps": 60,
+            "log_every": 20,
+            "ascent_off": 40,
+            "seeds": 1,
+            "digits_train": 100,
+            "digits_hidden": 32,
+            "digits_epochs": 4,
+            "digits_off": 2,
+        },
+        "quick": {},
+        "full": {
+            # the paper's grokking setting (official script): 2-layer decoder transformer, d 128, 4 heads,
+            # AdamW (0.9, 0.98), wd 1.0, mod 97; lr 1e-3 and a 30% split instead of 1e-4 / 20% to fit 30k steps
+            "p": 97,
+            "ops": ("add", "sub", "div"),
+            "train_fraction": 0.3,
+            "model": "transformer",
+            "lr": 1e-3,
+            "weight_decay": 1.0,
+            "warmup": 10,
+            "steps": 30_000,
+            "log_every": 250,
+            "seeds": 5,
+            "ascent_lambda": 0.01,
+            "ascent_off": 15_000,
+            "window": 2000,
+            "digits_epochs": 200,
+            "digits_off": 100,
+        },
+    }
+
+    claims = [
+        Claim("κ (relative flatness, bound form) drops ≥ 2× within the window around the onset", check_kappa_window),
+        Claim("NCC has already fallen ≥ 2× from memorisation before the onset window (NC does not time it)",
+              check_nc_early),
+        Claim("flatness ascent delays generalisation until after switch-off", check_ascent),
+        Claim("collapse suppression raises NCC ≥ 10× but leaves onset within 1.5× baseline", check_suppress),
+        Claim("digits: flatness ascent suppresses test accuracy until switch-off, then it recovers",
+              check_digits_ascent),
+        Claim("digits: collapse suppression leaves final test accuracy within 2 points", check_digits_suppress),
+    ]
+
+    # -- run ------------------------------------------------------------------------------------------------
+    def _model(self, cfg: Grokking.Config, p: int) -> nn.Module:
+        if cfg.model == "mlp":
+            return MLP(2 * p, (cfg.hidden, cfg.hidden), p)
+        return TinyTransformer(vocab_size(p), p, cfg.d_model, cfg.n_heads, cfg.n_layers, max_len=4)
+
+    def _modular_data(self, cfg: Grokking.Config, op: str, seed: int):
+        split = modular_split(cfg.p, op, cfg.train_fraction, seed)
+        if cfg.model == "mlp":
+            x = torch.from_numpy(one_hot_pairs(split.a, split.b, cfg.p))
+        else:
+            x = torch.from_numpy(token_sequences(split.a, split.b, cfg.p, op))
+        y = torch.from_numpy(split.c)
+        tr, te = torch.from_numpy(split.train), torch.from_numpy(split.test)
+        return x[tr], y[tr], x[te], y[te]
+
+    def run(self, cfg: Grokking.Config, ctx: RunContext) -> dict:
+        setup_torch(cfg.threads)
+        thresholds = {
+            "kappa_drop": cfg.kappa_drop,
+            "nc_drop": cfg.nc_drop,
+            "ncc_raise": cfg.ncc_raise,
+            "suppress_tolerance": cfg.suppress_tolerance,
+            "digits_margin": cfg.digits_margin,
+            "ascent_off": cfg.ascent_off,
+            "onset_threshold": cfg.onset_threshold,
+            "gen_threshold": cfg.gen_threshold,
+            "window": cfg.window,
+        }
+        metrics: dict[str, Any] = {
+            "intervention_op": cfg.ops[0],
+            "thresholds": thresholds,
+            "modular": {},
+            "series": {},
+        }
+        jobs = [
+            (op, arm) for op in cfg.ops for arm in ARMS if arm in cfg.arms and (arm == "baseline" or op == cfg.ops[0])
+        ]
+        for op, arm in ctx.progress(jobs, desc="modular"):
+            runs = []
+            for i in range(cfg.seeds):
+                data = self._modular_data(cfg, op, ctx.seed_for("split", op, i))
+                torch.manual_seed(ctx.seed_for("init", op, i))  # same init for every arm of a seed
+                model = self._model(cfg, cfg.p)
+                regime = Regime(
+                    steps=cfg.steps,
+                    lr=cfg.lr,
+                    weight_decay=cfg.weight_decay,
+                    warmup=cfg.warmup,
+                    log_every=cfg.log_every,
+                    reg="none" if arm == "baseline" else arm,
+                    lam=cfg.ascent_lambda if arm == "ascent" else cfg.suppress_lambda,
+                    reg_off=cfg.ascent_off if arm == "ascent" else None,
+                    temperature=cfg.ascent_temperature,
+                    weight_cap=cfg.ascent_cap,
+                )
+                series = train(model, data, cfg.p, regime, ctx.torch_generator("batches", op, i))
+                summ = summarise(series, cfg.onset_threshold, cfg.gen_threshold, cfg.window)
+                on = [a for st, a in zip(series["step"], series["test_acc"]) if st < cfg.ascent_off]
+                summ["max_test_acc_reg_on"] = max(on) if arm == "ascent" else None
+                runs.append(summ)
+                metrics["series"][f"modular/{op}/{arm}/{i}"] = series
+                ctx.record(task="modular", op=op, arm=arm, seed=i, **{k: v for k, v in summ.items() if k != "window"})
+                ctx.log(f"{op} {arm} seed {i}: mem {summ['t_mem']} onset {summ['onset']} gen {summ['t_gen']} "
+                        f"final test {summ['final_test_acc']:.3f}")
+            metrics["modular"].setdefault(op, {})[arm] = runs
+        if cfg.digits:
+            metrics["digits"] = self._run_digits(cfg, ctx, metrics["series"])
+        return metrics
+
+    def _run_digits(self, cfg: Grokking.Config, ctx: RunContext, store: dict) -> dict:
+        out: dict[str, list] = {}
+        for arm in ARMS:
+            if arm not in cfg.arms:
+                continue
+            runs = []
+            for i in range(cfg.seeds):
+                split = digits_split(test_fraction=1 - cfg.digits_train / 1797, seed=ctx.seed_for("digits", i))
+                data = tuple(torch.from_numpy(a) for a in (split.x_train, split.y_train, split.x_test, split.y_test))
+                torch.manual_seed(ctx.seed_for("digits-init", i))
+                model = MLP(64, (cfg.digits_hidden, cfg.digits_hidden), 10)
+                per_epoch = math.ceil(len(split.y_train) / cfg.digits_batch)
+                regime = Regime(
+                    steps=cfg.digits_epochs * per_epoch,
+                    lr=cfg.digits_lr,
+                    optimizer="sgd",
+                    batch_size=cfg.digits_batch,
+                    log_every=per_epoch * max(1, cfg.digits_epochs // 40),
+                    reg="none" if arm == "baseline" else arm,
+                    lam=cfg.digits_ascent_lambda if arm == "ascent" else cfg.digits_suppress_lambda,
+                    reg_off=cfg.digits_off * per_epoch if arm == "ascent" else None,
+                    temperature=cfg.ascent_temperature,
+                    weight_cap=cfg.ascent_cap,
+                )
+                series = train(model, data, 10, regime, ctx.torch_generator("digits-batches", i))
+                series["epoch"] = [s / per_epoch for s in series["step"]]
+                off_acc = value_at(series["step"], series["test_acc"], cfg.digits_off * per_epoch)
+                summ = {
+                    "acc_at_off": off_acc,
+                    "final_test_acc": series["test_acc"][-1],
+                    "final_ncc": series["ncc"][-1],
+                    "kappa_bound_at_off": value_at(series["step"], series["kappa_bound"], cfg.digits_off * per_epoch),
+                    "final_kappa_bound": series["kappa_bound"][-1],
+                }
+                runs.append(summ)
+                store[f"digits/{arm}/{i}"] = series
+                ctx.record(task="digits", arm=arm, seed=i, **summ)
+                ctx.log(f"digits {arm} seed {i}: test at switch-off {off_acc:.3f} final {summ['final_test_acc']:.3f}")
+            out[arm] = runs
+        return out
+
+    # -- figures ----------------------------------------------------------------------------------------------
+    def figures(self, metrics: dict, ctx: RunContext) -> list[Path]:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        series, op = metrics["series"], metrics["intervention_op"]
+        off = metrics["thresholds"]["ascent_off"]
+        seeds = sorted({int(k.rsplit("/", 1)[1]) for k in series if k.startswith(f"modular/{op}/baseline/")})
+        fig, axes = plt.subplots(2, 3, figsize=(13, 7))
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+
+        def onset_lines(ax, i):
+            r = metrics["modular"][op]["baseline"][i]
+            if r["onset"] is not None:
+                ax.axvline(r["onset"], color=colors[i % len(colors)], ls=":", lw=1)
+
+        ax = axes[0, 0]
+        for i in seeds:
+            s = series[f"modular/{op}/baseline/{i}"]
+            ax.plot(s["step"], s["train_acc"], color=colors[i % len(colors)], ls="--", lw=1)
+            ax.plot(s["step"], s["test_acc"], color=colors[i % len(colors)], lw=1.5, label=f"seed {i}")
+            onset_lines(ax, i)
+        ax.set(title=f"{op} mod p baseline: train (--) / test (—), onset (:)", xlabel="step", ylabel="accuracy")
+        ax.legend(fontsize=7)
+        ax = axes[0, 1]
+        for i in seeds:
+            s = series[f"modular/{op}/baseline/{i}"]
+            c = colors[i % len(colors)]
+            ax.plot(s["step"], s["kappa_bound"], color=c, lw=1.5, label="κ bound ‖W‖²Tr H" if i == 0 else None)
+            ax.plot(s["step"], s["kappa_norm"], color=c, lw=1, ls="--", label="κ, φ normalised" if i == 0 else None)
+            onset_lines(ax, i)
+        ax.set(yscale="log", title="relative flatness (train)", xlabel="step")
+        ax.legend(fontsize=7)
+        ax = axes[0, 2]
+        for i in seeds:
+            s = series[f"modular/{op}/baseline/{i}"]
+            c = colors[i % len(colors)]
+            for key, ls in (("ncc", "-"), ("nc1", "--"), ("nc3", ":")):
+                ax.plot(s["step"], s[key], color=c, ls=ls, lw=1.2, label=key.upper() if i == 0 else None)
+            onset_lines(ax, i)
+        ax.set(yscale="log", title="neural collapse (train features)", xlabel="step")
+        ax.legend(fontsize=7)
+        ax = axes[1, 0]
+        for i in seeds:
+            c = colors[i % len(colors)]
+            for arm, ls in (("baseline", ":"), ("ascent", "-")):
+                key = f"modular/{op}/{arm}/{i}"
+                if key in series:
+                    ax.plot(series[key]["step"], series[key]["test_acc"], color=c, ls=ls, lw=1.3)
+        ax.axvline(off, color="k", lw=1)
+        ax.set(title="flatness ascent (—) vs baseline (:), switch-off |", xlabel="step", ylabel="test accuracy")
+        ax = axes[1, 1]
+        ax2 = ax.twinx()
+        for i in seeds:
+            c = colors[i % len(colors)]
+            for arm, ls in (("baseline", ":"), ("suppress", "-")):
+                key = f"modular/{op}/{arm}/{i}"
+                if key in series:
+                    ax.plot(series[key]["step"], series[key]["test_acc"], color=c, ls=ls, lw=1.3)
+                    ax2.plot(series[key]["step"], series[key]["ncc"], color=c, ls=ls, lw=0.7, alpha=0.5)
+        ax2.set(yscale="log", ylabel="NCC (thin)")
+        ax.set(title="collapse suppression (—) vs baseline (:)", xlabel="step", ylabel="test accuracy")
+        ax = axes[1, 2]
+        if "digits" in metrics:
+            for arm, ls in (("baseline", ":"), ("ascent", "-"), ("suppress", "--")):
+                for i in seeds:
+                    key = f"digits/{arm}/{i}"
+                    if key in series:
+                        ax.plot(series[key]["epoch"], series[key]["test_acc"], color=colors[ARMS.index(arm)], ls=ls,
+                                lw=1.2, label=arm if i == seeds[0] else None)
+            cfg = ctx.cfg
+            if cfg is not None:
+                ax.axvline(cfg.digits_off, color="k", lw=1)
+            ax.set(title="digits MLP (SGD): test accuracy", xlabel="epoch", ylim=(0, 1))
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = ctx.figures_dir / "grokking.png"
+        fig.savefig(path, dpi=80)
+        plt.close(fig)
+        return [path]

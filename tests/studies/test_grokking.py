@@ -1,0 +1,165 @@
+"""Pieces of the grokking study: modular data, models, onset detection, training regimes and claim checks."""
+
+import numpy as np
+import pytest
+import torch
+
+from genlab.data.modular import modular_split, modular_table, one_hot_pairs, token_sequences, vocab_size
+from genlab.measures.flatness import relative_flatness
+from genlab.measures.neural_collapse import neural_collapse
+from genlab.nn.mlp import MLP
+from genlab.nn.transformer import TinyTransformer
+from genlab.studies.grokking import (
+    Grokking,
+    Regime,
+    check_ascent,
+    check_kappa_window,
+    check_suppress,
+    combine,
+    first_crossing,
+    measure,
+    summarise,
+    train,
+    value_at,
+)
+
+
+def test_modular_tables_are_exact():
+    a, b, c = modular_table(7, "sub")
+    assert len(a) == 49 and np.all((b + c) % 7 == a)
+    a, b, c = modular_table(7, "div")
+    assert len(a) == 42 and np.all((b * c) % 7 == a)  # b != 0, c = a / b
+    # sub is not commutative: (a - b) != (b - a) for some pair
+    table = dict(zip(zip(*modular_table(5, "sub")[:2]), modular_table(5, "sub")[2]))
+    assert table[(1, 2)] != table[(2, 1)]
+    with pytest.raises(ValueError, match="prime"):
+        modular_table(8, "div")
+    s = modular_split(11, "add", 0.4, seed=3)
+    assert len(s.train) == round(0.4 * 121) and len(np.intersect1d(s.train, s.test)) == 0
+    assert np.array_equal(modular_split(11, "add", 0.4, seed=3).train, s.train)
+    x = one_hot_pairs(s.a[:5], s.b[:5], 11)
+    assert x.shape == (5, 22) and np.all(x.sum(1) == 2) and np.all(x[np.arange(5), 11 + s.b[:5]] == 1)
+    t = token_sequences(s.a[:5], s.b[:5], 11, "sub")
+    assert t.shape == (5, 4) and t.max() < vocab_size(11) and len(set(t[:, 1])) == 1
+
+
+def test_transformer_is_causal_and_exposes_features():
+    torch.manual_seed(0)
+    model = TinyTransformer(vocab_size=20, num_classes=7, d_model=16, n_heads=4, n_layers=1, max_len=4)
+    tok = torch.randint(0, 20, (6, 4))
+    logits, feats = model.forward_with_features(tok)
+    assert logits.shape == (6, 7) and feats.shape == (6, 16)
+    torch.testing.assert_close(logits, feats @ model.head.weight.T)
+    # causality: changing the last token does not change the prefix's features at earlier positions
+    short = model.features(tok[:, :3])
+    tok2 = tok.clone()
+    tok2[:, 3] = (tok2[:, 3] + 1) % 20
+    torch.testing.assert_close(model.features(tok2[:, :3]), short)
+    # the measures work on it through the layer name
+    y = torch.randint(0, 7, (6,))
+    rf = relative_flatness(model, "head", (tok, y))
+    assert rf.kappa > 0 and rf.kappa <= rf.kappa_bound
+
+
+def test_onset_helpers():
+    steps = [0, 100, 200, 300]
+    assert first_crossing(steps, [0.0, 0.2, 0.6, 0.9], 0.5) == 200
+    assert first_crossing(steps, [0.0, 0.2, 0.3, 0.4], 0.5) is None
+    assert value_at(steps, [1.0, 10.0, 100.0, 1000.0], 150) == pytest.approx(10**1.5)
+    assert combine([True, True]) is True and combine([False, False]) is False
+    assert combine([True, False]) is None and combine([True, None]) is None and combine([]) is None
+
+
+def test_summarise_finds_window_values():
+    steps = list(range(0, 1001, 100))
+    series = {
+        "step": steps,
+        "train_acc": [0.1] + [1.0] * 10,
+        "test_acc": [0.0] * 5 + [0.6, 0.9, 1.0, 1.0, 1.0, 1.0],
+        "ncc": [10.0 * 0.5**i for i in range(11)],
+        "nc1": [1.0] * 11,
+        "kappa_bound": [100.0] * 4 + [100.0, 10.0, 1.0] + [1.0] * 4,
+        "kappa_norm": [1.0] * 11,
+        "kappa": [1.0] * 11,
+    }
+    s = summarise(series, 0.5, 0.95, window=100)
+    assert (s["t_mem"], s["onset"], s["t_gen"]) == (100, 500, 700)
+    assert s["window"] == [400, 600]
+    assert s["kappa_bound_lo"] == pytest.approx(100.0) and s["kappa_bound_hi"] == pytest.approx(1.0)
+    assert s["ncc_lo"] / s["ncc_mem"] == pytest.approx(0.5**3)
+
+
+def _fake_metrics(base_onsets, asc_onsets, off=1000, sup_onsets=None, ncc_up=20.0):
+    def run(onset, ncc=1.0, lo=10.0, hi=1.0):
+        return {"onset": onset, "final_ncc": ncc, "kappa_bound_lo": lo, "kappa_bound_hi": hi,
+                "max_test_acc_reg_on": 0.05}
+
+    sup_onsets = sup_onsets or base_onsets
+    return {
+        "intervention_op": "add",
+        "thresholds": {"ascent_off": off, "kappa_drop": 2.0, "suppress_tolerance": 1.5, "ncc_raise": 10.0},
+        "modular": {"add": {
+            "baseline": [run(o) for o in base_onsets],
+            "ascent": [run(o) for o in asc_onsets],
+            "suppress": [run(o, ncc=ncc_up) for o in sup_onsets],
+        }},
+    }
+
+
+def test_claim_checks_decide_from_numbers():
+    assert check_ascent(_fake_metrics([800, 850], [1400, 1500])).held is True
+    assert check_ascent(_fake_metrics([800, 850], [600, 1500])).held is None  # seeds disagree
+    assert check_ascent(_fake_metrics([800, 850], [600, 700])).held is False
+    assert check_ascent(_fake_metrics([1200, 1200], [1400, 1500])).held is None  # baseline too late to tell
+    assert check_suppress(_fake_metrics([800, 800], [0, 0], sup_onsets=[900, 1000])).held is True
+    assert check_suppress(_fake_metrics([800, 800], [0, 0], sup_onsets=[2000, 2000])).held is False
+    assert check_suppress(_fake_metrics([800, 800], [0, 0], ncc_up=2.0)).held is None  # no suppression
+    assert check_kappa_window(_fake_metrics([800], [0])).held is True
+
+
+def _tiny_modular():
+    s = modular_split(7, "add", 0.6, seed=0)
+    x, y = torch.from_numpy(one_hot_pairs(s.a, s.b, 7)), torch.from_numpy(s.c)
+    tr, te = torch.from_numpy(s.train), torch.from_numpy(s.test)
+    return x[tr], y[tr], x[te], y[te]
+
+
+def test_measure_agrees_with_the_measures_module():
+    torch.manual_seed(0)
+    data = _tiny_modular()
+    model = MLP(14, (16, 16), 7)
+    m = measure(model, data[0], data[1], 7)
+    rf = relative_flatness(model, "head", (data[0], data[1]))
+    nc = neural_collapse(model, "head", (data[0], data[1]), num_classes=7)
+    assert m["kappa"] == pytest.approx(rf.kappa, rel=1e-6)
+    assert m["kappa_bound"] == pytest.approx(rf.kappa_bound, rel=1e-6)
+    assert m["ncc"] == pytest.approx(nc["ncc"], rel=1e-6) and m["nc1"] == pytest.approx(nc["nc1"], rel=1e-6)
+
+
+def test_regularisers_push_their_measures_and_switch_off():
+    data = _tiny_modular()
+
+    def go(reg, lam, off=None, cap=50.0):
+        torch.manual_seed(1)
+        model = MLP(14, (16, 16), 7)
+        regime = Regime(steps=60, lr=3e-3, weight_decay=0.0, log_every=20, reg=reg, lam=lam, reg_off=off,
+                        weight_cap=cap)
+        return train(model, data, 7, regime, torch.Generator().manual_seed(0)), model
+
+    base, _ = go("none", 0.0)
+    asc, _ = go("ascent", 10.0)
+    sup, _ = go("suppress", 1.0)
+    assert asc["kappa_norm"][-1] > 1.5 * base["kappa_norm"][-1]
+    _, capped = go("ascent", 10.0, cap=2.0)
+    assert float(capped.head.weight.norm()) <= 2.0 + 1e-6  # the Frobenius cap holds while the regulariser is on
+    assert sup["ncc"][-1] > 3 * base["ncc"][-1]
+    # switched off at step 0 it is the baseline, bit for bit
+    off0, _ = go("ascent", 10.0, off=0)
+    assert off0["test_acc"] == base["test_acc"] and off0["kappa"] == base["kappa"]
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="ops"):
+        Grokking.config("quick", {"ops": ("pow",)})
+    with pytest.raises(ValueError, match="ascent_off"):
+        Grokking.config("quick", {"ascent_off": 10**6})
