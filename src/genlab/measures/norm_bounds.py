@@ -26,8 +26,9 @@ dimension for conv), B = max‖x‖₂, M_ℓ = 0 (reference matrices), γ the m
 * Spectral (Bartlett, Foster, Telgarsky 2017): (‖X‖_F/(γN)) ∏ s_i · (Σ_i (‖A_iᵀ‖_{2,1}/s_i)^{2/3})^{3/2}.
 * Frobenius (Golowich, Rakhlin, Shamir 2018): B sqrt(L) ∏‖A_i‖_F / (γ sqrt(N)).
 * PAC-Bayes spectral (Neyshabur et al. 2018): sqrt(B² L² h ∏ s_i² Σ_i ‖A_i‖_F²/s_i² / (γ² N)), h = max width.
-* Path norm (Neyshabur, Tomioka, Srebro 2015): 2^L φ₂ B / (γ sqrt(N)), φ₂² = Σ over input-output paths of
-  the product of squared weights (one forward pass of the net with squared weights on an all-ones input).
+* ℓ₁ path norm (Neyshabur, Tomioka, Srebro 2015, the p = 1 case, width-free): 2^L φ₁ B_∞ / (γ sqrt(N)),
+  φ₁ = Σ over input-output paths of ∏|w| (one forward pass of the net with |weights| on an all-ones input),
+  B_∞ = max‖x‖_∞ (the sqrt(log d) factor is dropped with the other logs).
 
 All of these are invariant to rescaling layer ℓ by c > 0 and layer ℓ+1 by 1/c (the network function is too).
 """
@@ -219,7 +220,8 @@ def _forward_records(model, x):
 
 
 def _path_norm(model, x_one) -> float:
-    """φ₂ = sqrt(Σ over paths of ∏ w²): forward pass of a bias-free copy with squared weights on all-ones input."""
+    """φ₁ = Σ over paths of ∏|w|: forward pass of a bias-free copy with |weights| on an all-ones input
+    (exact for Linear/Conv/ReLU/flatten/average-pool networks: every activation is then non-negative)."""
     import torch
     from torch import nn
 
@@ -227,11 +229,11 @@ def _path_norm(model, x_one) -> float:
     with torch.no_grad():
         for m in sq.modules():
             if isinstance(m, (nn.Linear, nn.Conv1d, nn.Conv2d)):
-                m.weight.pow_(2)
+                m.weight.abs_()
                 if m.bias is not None:
                     m.bias.zero_()
         out = sq(torch.ones_like(x_one))
-    return float(out.double().sum().clamp_min(0).sqrt())
+    return float(out.double().sum().clamp_min(0))
 
 
 def network_bounds(
@@ -290,6 +292,7 @@ def network_bounds(
     depth = len(layers)
     log_s = np.log([st.spectral for st in layers])
     b_in = float(x.reshape(n, -1).double().norm(dim=1).max())
+    b_inf = float(x.reshape(n, -1).double().abs().max())
     xf = float(x.reshape(n, -1).double().norm())
     log_scale = np.log(b_in) + log_s.sum() - np.log(gamma)
     terms, terms_aug, terms_p2, terms_p0 = [], [], [], []
@@ -319,7 +322,7 @@ def network_bounds(
         ),
         "frobenius": float(b_in * np.sqrt(depth) * np.prod([st.frobenius for st in layers]) / (gamma * np.sqrt(n))),
         "pac_bayes": float(np.sqrt(b_in**2 * depth**2 * width * prod_s**2 * ratio_f / (gamma**2 * n))),
-        "path_norm": float(2.0**depth * path * b_in / (gamma * np.sqrt(n))),
+        "path_norm": float(2.0**depth * path * b_inf / (gamma * np.sqrt(n))),
     }
     return NetworkBounds(
         gamma=float(gamma),

@@ -233,8 +233,13 @@ class TightBounds(Study):
         ax = axes[1]
         lab = metrics["lab"]
         names = list(RULES)
-        ax.bar(names, [lab[n]["v"] for n in names], color=["C3", "C0", "C2"])
+        floor = 1e-7  # v = 0 exactly (the memorizer on a family without the constant function) is drawn here
+        vs = [lab[n]["v"] for n in names]
+        ax.bar(names, [max(v, floor) for v in vs], color=["C3", "C0", "C2"])
+        for i, v in enumerate(vs):
+            ax.annotate(f"{v:.2g}" if v > 0 else "0 (exact)", (i, max(v, floor)), ha="center", va="bottom", fontsize=8)
         ax.set_yscale("log")
+        ax.set_ylim(floor / 2, 1.0)
         ax.set_ylabel("v = E[var(L | S)]")
         ax.set_title(
             f"orthogonal lab (|F|={lab['n_functions']}, m={lab['m']})\n"

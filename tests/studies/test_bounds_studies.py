@@ -1,0 +1,88 @@
+"""Pieces of the three bounds studies (margin-bounds, tight-bounds, rank-sparse-bounds), checked numerically."""
+
+import numpy as np
+import pytest
+import torch
+
+from genlab.studies import margin_bounds as smb
+from genlab.studies import rank_sparse as srs
+from genlab.studies import tight_bounds as stb
+
+
+def test_margin_ratio_grid_and_synthetic_data():
+    r = smb._ratio_grid(np.array([1e3, 1e5, 1e7]), 12)
+    assert max(r["tight_sup"]) <= 2.0 + 1e-9 and min(r["tight_inf"]) >= 1.0
+    assert np.all(np.diff(r["gkl_path"]) > 0) and np.all(np.array(r["gkl_path"]) > np.array(r["tight_path"]))
+    x, y = smb._synthetic(np.random.default_rng(0), 20000, 20, 0.6, 0.05)
+    # Error of the direction e1: q = P[noise beats signal] = Φ(-0.6·sqrt(20)); with 5% flips, q·0.95 + (1-q)·0.05.
+    from scipy.stats import norm
+
+    q = norm.cdf(-0.6 * np.sqrt(20))
+    assert np.mean(np.sign(x[:, 0]) != y) == pytest.approx(q * 0.95 + (1 - q) * 0.05, abs=0.005)
+    with pytest.raises(ValueError):
+        smb.MarginBounds.config("quick", {"n_digits": (100, 1500)})
+
+
+def test_margin_claim_helpers_on_fabricated_runs():
+    runs = [dict(certified=0.5, test_lo=0.1, test_err=0.12), dict(certified=0.05, test_lo=0.1, test_err=0.12)]
+    ev = smb._certificate_claim({"runs": runs})
+    assert ev.held is False and ev.numbers["misses"] == 1
+    curves = {"synthetic/svm": {"certified": [1.2, 0.9, 0.6], "test_err": [0.1, 0.08, 0.07]}}
+    assert smb._tracking_claim({"curves": curves}).held is True
+    curves["synthetic/svm"]["certified"] = [1.2, 1.3, 0.6]
+    assert smb._tracking_claim({"curves": curves}).held is False
+
+
+def test_ridge_fit_is_accurate_and_mlp_fit_is_deterministic():
+    from genlab.data.digits import digits_split
+
+    sp = digits_split(0.3, seed=0)
+    pred = stb._ridge_fit(1.0)(sp.x_train, sp.y_train)
+    assert np.mean(pred(sp.x_test) != sp.y_test) < 0.1
+    torch.set_num_threads(1)
+    fit = stb._mlp_fit(16, 0.05, 30, init_seed=3, order_seed=4)
+    a = fit(sp.x_train[:300], sp.y_train[:300])(sp.x_test)
+    b = fit(sp.x_train[:300], sp.y_train[:300])(sp.x_test)
+    np.testing.assert_array_equal(a, b)  # same initialisation and order: A is a function of S
+
+
+def test_tight_claim_helpers():
+    row = dict(agreement=0.99, loss_instability=0.01, alpha0=0.1, covers=True, width_allowed=0.2, test_acc=0.9)
+    bad = dict(row, agreement=0.4, loss_instability=0.02)
+    dig = {"ridge": [row, row], "mlp_early": [row, row], "mlp_random_labels": [bad, bad]}
+    assert stb._stability_claim(dig).held is True
+    assert stb._loss_stable_claim(dig).held is True
+    assert stb._coverage_claim(dig).held is True
+    dig["mlp_random_labels"] = [dict(bad, loss_instability=0.5, covers=False)] * 2
+    assert stb._loss_stable_claim(dig).held is False
+    assert stb._coverage_claim(dig).numbers["coverage"] == pytest.approx(4 / 6)
+
+
+def test_rank_sparse_data_model_and_rescaling():
+    x, y = srs._teacher_data(np.random.default_rng(0), 2001, 50, 3)
+    assert x.shape == (2001, 50) and abs(y.mean() - 0.5) < 1e-3
+    torch.manual_seed(0)
+    model = srs._mlp(50, 32, 4, 2, 0.5).double()
+    assert all(m.bias is None for m in model.modules() if isinstance(m, torch.nn.Linear))
+    xt = torch.as_tensor(x[:100], dtype=torch.float64)
+    twin = srs._rescaled_copy(model, 4.0)
+    torch.testing.assert_close(twin(xt), model(xt))
+    lin = [m for m in twin.modules() if isinstance(m, torch.nn.Linear)]
+    ref = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    torch.testing.assert_close(lin[0].weight, 4 * ref[0].weight)
+
+
+def test_rank_sparse_claim_helpers():
+    s = {
+        "schatten": [2.0, 3.0],
+        "param_count": [4.0, 16.0],
+        "spectral": [50.0, 90.0],
+        "frobenius": [9, 20],
+        "pac_bayes": [80, 200],
+        "path_norm": [100, 300],
+    }
+    m = {"summary": {"synthetic": s}}
+    assert srs._largest(m, lambda q: q["schatten"][-1] < q["param_count"][-1], "param_count").held is True
+    assert srs._growth(m).held is True
+    s["schatten"] = [2.0, 10.0]
+    assert srs._growth(m).held is False
