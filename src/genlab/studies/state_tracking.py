@@ -43,6 +43,7 @@ class JobSpec:
     eval_lengths: tuple[int, ...]
     eval_samples: int
     grad_clip: float
+    lr_schedule: str
     init_seed: int
     data_seed: int
     task_seed: int
@@ -96,7 +97,8 @@ def train_job(spec: JobSpec) -> dict[str, Any]:
         grads = torch.autograd.grad(loss.sum(), params)
         if not all(torch.isfinite(g).all() for g in grads):
             grads = tuple(torch.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0) for g in grads)
-        _adam_step(params, grads, state, lr, step, spec.grad_clip)
+        factor = 0.5 * (1 + math.cos(math.pi * (step - 1) / spec.steps)) if spec.lr_schedule == "cosine" else 1.0
+        _adam_step(params, grads, state, lr * factor, step, spec.grad_clip)
         running += loss.detach()
         if step % spec.log_every == 0 or step == spec.steps:
             n = spec.log_every if step % spec.log_every == 0 else step % spec.log_every
@@ -213,15 +215,12 @@ def frozen_diagonal_parity(
     # the two training examples, padded to a common length would change them, so embed them separately
     f_even = features(np.zeros((draws, 1, 1), dtype=np.int64))[:, 0]  # "0"
     f_odd = features(np.array([0, 1], dtype=np.int64).reshape(1, 1, 2).repeat(draws, 0))[:, 0]  # "01"
-    r = torch.zeros(draws, hidden, requires_grad=True)
-    opt = torch.optim.SGD([r], lr=1.0)
-    for _ in range(200):  # logistic regression (bias-free) on the two examples: +1 even, -1 odd
-        margin = torch.stack([(r * f_even).sum(-1), -(r * f_odd).sum(-1)], dim=-1)
-        loss = torch.nn.functional.softplus(-margin).mean(-1).sum()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    r = r.detach()
+    # bias-free logistic regression on the two examples (even -> +1, odd -> -1), plain gradient descent
+    feats = torch.stack([f_even, -f_odd], dim=1)  # label-signed features (draws, 2, H)
+    r = torch.zeros(draws, hidden)
+    for _ in range(200):
+        margin = (feats * r[:, None, :]).sum(-1)
+        r += (torch.sigmoid(-margin)[..., None] * feats).mean(1)  # step size 1 on the mean softplus loss
     ok = np.ones(draws, dtype=bool)
     for length in lengths:
         tokens = rng.integers(0, 2, size=(draws, n_test, length))
@@ -388,6 +387,7 @@ class StateTracking(Study):
         eval_lengths: tuple[int, ...] = (10, 50, 200, 500)
         eval_samples: int = 200
         grad_clip: float = 1.0
+        lr_schedule: Literal["constant", "cosine"] = "cosine"
         prop3_hidden: tuple[int, ...] = (1, 2, 3, 4, 6)
         prop3_draws: int = 400
         workers: int = 2
@@ -452,7 +452,8 @@ class StateTracking(Study):
                 task=t, model=mdl, hidden=cfg.hidden, steps=cfg.steps, batch=cfg.batch, lrs=tuple(cfg.lrs),
                 seeds=cfg.seeds, train_min_len=cfg.train_min_len, train_max_len=cfg.train_max_len,
                 eval_lengths=tuple(cfg.eval_lengths), eval_samples=cfg.eval_samples, grad_clip=cfg.grad_clip,
-                init_seed=ctx.seed_for("init", t, mdl), data_seed=ctx.seed_for("data", t, mdl),
+                lr_schedule=cfg.lr_schedule, init_seed=ctx.seed_for("init", t, mdl),
+                data_seed=ctx.seed_for("data", t, mdl),
                 task_seed=ctx.seed_for("task", t), log_every=cfg.log_every,
             ))
         return specs

@@ -1,0 +1,153 @@
+"""state-tracking study pieces: Prop. 3 exactly, the ensemble optimiser, claim logic, determinism."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from genlab.harness import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from genlab.harness.torch_setup import setup_torch
+from genlab.studies.state_tracking import (
+    JobSpec,
+    StateTracking,
+    _adam_step,
+    frozen_diagonal_parity,
+    train_job,
+)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread() -> None:
+    setup_torch(1)
+
+
+# ----------------------------------------------------------------------------------------- Prop. 3
+@pytest.mark.parametrize("hidden", [1, 3])
+def test_prop3_frozen_random_diagonal_solves_parity_iff_some_entry_is_positive(hidden: int) -> None:
+    out = frozen_diagonal_parity(hidden, 300, np.random.default_rng(hidden), lengths=(7, 64, 500), n_test=32)
+    assert out["agreement"] == 1.0  # success exactly when w != -1, at every tested length
+    p = 1 - 2.0**-hidden
+    assert out["theory_rate"] == p
+    assert abs(out["success_rate"] - p) <= 4 * math.sqrt(p * (1 - p) / 300)
+
+
+def test_prop3_gaussian_magnitudes_variant_runs_and_rejects_bad_args() -> None:
+    out = frozen_diagonal_parity(4, 50, np.random.default_rng(0), lengths=(50,), n_test=8, magnitudes="gaussian")
+    assert 0.0 <= out["success_rate"] <= 1.0 and out["magnitudes"] == "gaussian"
+    with pytest.raises(ValueError, match="magnitudes"):
+        frozen_diagonal_parity(2, 2, np.random.default_rng(0), magnitudes="uniform")  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------------------- optimiser
+def test_ensemble_adam_matches_per_member_adam_with_clipping() -> None:
+    g = torch.Generator().manual_seed(0)
+    p0 = torch.randn(2, 3, 4, generator=g)
+    grads = [torch.randn(2, 3, 4, generator=g) for _ in range(3)]
+    grads[0][0] *= 100.0  # only member 0 gets clipped hard
+    lrs = torch.tensor([1e-2, 3e-3])
+    p = p0.clone()
+    state = [(torch.zeros_like(p), torch.zeros_like(p))]
+    for t, gr in enumerate(grads, start=1):
+        _adam_step([p], [gr.clone()], state, lrs, t, clip=1.0)
+    for e in range(2):
+        q = torch.nn.Parameter(p0[e].clone())
+        opt = torch.optim.Adam([q], lr=float(lrs[e]))
+        for gr in grads:
+            q.grad = gr[e].clone()
+            torch.nn.utils.clip_grad_norm_([q], 1.0)
+            opt.step()
+        assert torch.allclose(p[e], q.detach(), atol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------- claims
+def _metrics(acc: dict[str, dict[str, list[float]]] | None = None) -> dict:
+    """Synthetic metrics: per model/task the per-seed accuracy at every length (same at each length)."""
+    lengths = ["10", "50", "200", "500"]
+    base = {
+        "full": {"parity": [1.0] * 3, "mod3": [1.0] * 3, "s3": [1.0] * 3},
+        "full+add": {"parity": [0.55] * 3},
+        "cp1": {"parity": [1.0] * 3, "mod3": [0.4] * 3, "s3": [0.2] * 3},
+        "cp4": {"parity": [1.0] * 3, "mod3": [1.0] * 3, "s3": [0.5] * 3},
+        "cp16": {"parity": [1.0] * 3, "mod3": [1.0] * 3, "s3": [1.0] * 3},
+        "rotation": {"parity": [1.0] * 3, "mod3": [1.0] * 3, "s3": [0.33] * 3},
+        "diag": {"parity": [1.0] * 3, "mod3": [0.35] * 3, "s3": [0.2] * 3},
+        "posdiag+add": {"parity": [0.5] * 3, "mod3": [0.34] * 3, "s3": [0.17] * 3},
+    }
+    for model, tasks in (acc or {}).items():
+        base.setdefault(model, {}).update(tasks)
+    chance = {"parity": 0.5, "mod3": 1 / 3, "s3": 1 / 6}
+    return {
+        "lengths": lengths,
+        "in_distribution_length": "10",
+        "acc_seeds": {m: {t: dict.fromkeys(lengths, v) for t, v in ts.items()} for m, ts in base.items()},
+        "chance": {t: dict.fromkeys(lengths, c) for t, c in chance.items()},
+        "complexity_order": ["parity", "mod3", "s3"],
+        "prop3": {"sign": [{"hidden": 3, "draws": 400, "theory_rate": 0.875, "success_rate": 0.87,
+                            "agreement": 1.0}]},
+    }
+
+
+def _verdicts(m: dict) -> list[str]:
+    return [v.verdict for v in StateTracking.verdicts(m)]
+
+
+def test_claims_on_a_paper_like_table_all_reproduce() -> None:
+    assert _verdicts(_metrics()) == [REPRODUCED] * 7
+
+
+def test_claims_fail_or_turn_inconclusive_on_contrary_numbers() -> None:
+    m = _metrics({"full": {"s3": [1.0, 0.6, 1.0]},  # one seed misses -> seeds disagree
+                  "rotation": {"s3": [0.97] * 3},  # rotation solving S3 contradicts Prop. 2
+                  "diag": {"mod3": [1.0] * 3},  # diag solving mod3: not "parity only"
+                  "posdiag+add": {"parity": [0.8] * 3},  # partial: neither fails nor solves
+                  "full+add": {"parity": [1.0] * 3},  # additive terms did not hurt
+                  "cp1": {"s3": [1.0] * 3}})
+    v = _verdicts(m)
+    assert v[0] == INCONCLUSIVE
+    assert v[1] == NOT_REPRODUCED
+    assert v[2] == NOT_REPRODUCED
+    assert v[3] == INCONCLUSIVE
+    assert v[4] == NOT_REPRODUCED
+    assert v[5] == NOT_REPRODUCED  # rank needed: parity 1, mod3 4, s3 1 -> not monotone in complexity
+
+
+def test_cp_rank_claim_non_monotone_and_missing_ranks() -> None:
+    m = _metrics({"cp1": {"parity": [0.5] * 3, "mod3": [1.0] * 3}})  # mod3 needs less rank than parity
+    assert _verdicts(m)[5] == NOT_REPRODUCED
+    m = _metrics()
+    for k in ("cp1", "cp4"):
+        del m["acc_seeds"][k]
+    assert _verdicts(m)[5] == INCONCLUSIVE
+
+
+def test_prop3_claim_rejects_off_rates() -> None:
+    m = _metrics()
+    m["prop3"]["sign"][0]["success_rate"] = 0.5
+    assert _verdicts(m)[6] == NOT_REPRODUCED
+
+
+# ----------------------------------------------------------------------------------------- training
+def _spec(**kw) -> JobSpec:
+    base = dict(task="parity", model="full", hidden=4, steps=3, batch=8, lrs=(1e-2, 3e-3), seeds=2,
+                train_min_len=2, train_max_len=5, eval_lengths=(5, 30), eval_samples=8, grad_clip=1.0,
+                lr_schedule="cosine", init_seed=1, data_seed=2, task_seed=3, log_every=1)
+    base.update(kw)
+    return JobSpec(**base)
+
+
+def test_train_job_is_deterministic_and_picks_one_lr_per_seed() -> None:
+    a, b = train_job(_spec()), train_job(_spec())
+    assert a["acc"] == b["acc"] and a["curve"] == b["curve"]
+    assert len(a["lr"]) == 2 and set(a["lr"]) <= {1e-2, 3e-3}
+    assert len(a["acc"]["30"]) == 2 and len(a["acc_all_members"]["30"]) == 4
+    assert a["params_per_model"] == 4 * 2 * 4 + 4 + 4 * 2 + 2  # W, h0, readout, readout bias
+
+
+def test_full_bilinear_learns_parity_and_generalises_to_length_200() -> None:
+    out = train_job(_spec(hidden=8, steps=250, lrs=(1e-2,), seeds=1, train_max_len=10,
+                          eval_lengths=(10, 200), eval_samples=64, log_every=50))
+    assert out["acc"]["10"][0] == 1.0 and out["acc"]["200"][0] == 1.0
+    assert out["curve"][-1][1] < out["curve"][0][1]
