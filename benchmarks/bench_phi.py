@@ -3,10 +3,16 @@
 Run: ``.venv/bin/python benchmarks/bench_phi.py`` (single BLAS thread). Prints one row per case:
 grid size, wall seconds, and throughput.
 
-Last results (2-core shared VM, one BLAS thread, load average ≈ 10 from other jobs, so absolute times are
+Last results (2-core shared VM, one BLAS thread, load average ≈ 15 from other jobs, so absolute times are
 inflated by roughly 3-5x):
 
-    see docs/studies/phi-curve.md ("Speed") for the table recorded with the study.
+    case                                           seconds  throughput
+    RFRR DE, k=800, 100×5 (p, λ) grid                0.506  988 points/s
+    RFRR DE, k=800, 400×10 (p, λ) grid               2.003  1,997 points/s
+    RFRR DE, k=800, 1000×40 (p, λ) grid             19.972  2,003 points/s
+    ridge DE, d=1000, 400×10 (n, λ) grid             4.743  843 points/s
+    RFRR MC, n=100, k=800, 27 p × 45 λ × 16 reps     7.414  58 fits/s (all λ per fit)
+    ridge MC, d=200, 21 n × 4 λ × 16 reps            8.915  38 fits/s
 """
 
 from __future__ import annotations

@@ -657,12 +657,12 @@ class PhiCurve(Study):
         paths = []
         rows = [("rf", "ratio", "p / n", "synthetic RFRR")]
         if "digits" in metrics:
-            rows.append(("digits", "ratio", "p / n", "digits, erf RF (● pool, □ test MSE)"))
+            rows.append(("digits", "ratio", "p / n", "digits erf-RF (● pool, □ test)"))
         fig, axes = plt.subplots(len(rows), 3, figsize=(13, 3.8 * len(rows)), squeeze=False)
         for row, (key, xkey, xlabel, title) in zip(axes, rows):
             _family_panels(row, metrics[key], xkey, xlabel, title)
-        fig.subplots_adjust(left=0.06, right=0.985, bottom=0.09 / len(rows), top=1 - 0.06 / len(rows),
-                            wspace=0.28, hspace=0.32)
+        fig.subplots_adjust(left=0.06, right=0.985, bottom=0.12 / len(rows), top=1 - 0.07 / len(rows),
+                            wspace=0.28, hspace=0.35)
         path = ctx.figures_dir / "phi-curve.png"
         fig.savefig(path, dpi=90)
         plt.close(fig)
@@ -709,13 +709,17 @@ def _family_panels(axes: Sequence[Any], block: Mapping[str, Any], xkey: str, xla
     axes[1].set_ylabel("test risk")
     axes[2].set_xlabel("‖estimator‖²")
     axes[2].set_ylabel("test risk")
-    axes[0].set_title(f"{title}: norm")
-    axes[1].set_title(f"{title}: risk vs size")
-    axes[2].set_title(f"{title}: risk vs norm (φ)")
+    axes[0].set_title(f"{title}: norm", fontsize=10)
+    axes[1].set_title(f"{title}: risk vs size", fontsize=10)
+    axes[2].set_title(f"{title}: risk vs norm (φ)", fontsize=10)
     for ax in axes:
         ax.set_yscale("log")
-    axes[2].set_xscale("log")
+    norms = np.asarray(mc["norm_mean"], float)
+    if norms.max() / norms.min() > 10:  # a narrow norm range (linear ridge) reads better on a linear axis
+        axes[2].set_xscale("log")
     _clip_axes(axes, block)
+    for ax in axes:
+        _plain_log_ticks(ax)
     axes[0].legend(fontsize=7)
 
 
@@ -733,7 +737,21 @@ def _clip_axes(axes: Sequence[Any], block: Mapping[str, Any]) -> None:
     axes[0].set_ylim(n_lo, n_hi)
     axes[1].set_ylim(r_lo, r_hi)
     axes[2].set_ylim(r_lo, r_hi)
-    axes[2].set_xlim(n_lo, n_hi)
+    if axes[2].get_xscale() == "log":
+        axes[2].set_xlim(n_lo, n_hi)
+    else:
+        norms = np.asarray(mc["norm_mean"], float)
+        span = norms.max() - norms.min()
+        axes[2].set_xlim(norms.min() - 0.05 * span, norms.max() + 0.05 * span)
+
+
+def _plain_log_ticks(ax: Any) -> None:
+    """No labels on minor log ticks (they collide on axes spanning less than a decade)."""
+    from matplotlib.ticker import NullFormatter
+
+    for axis in (ax.xaxis, ax.yaxis):
+        if axis.get_scale() == "log":
+            axis.set_minor_formatter(NullFormatter())
 
 
 def _sweep_panel(ax: Any, sweep: Mapping[str, Any]) -> None:
@@ -752,5 +770,6 @@ def _sweep_panel(ax: Any, sweep: Mapping[str, Any]) -> None:
     ax.set_ylim(mc_r[mc_r > 0].min() / 2, mc_r.max() * 3)
     ax.set_xlabel("‖â‖²")
     ax.set_ylabel("test risk")
-    ax.set_title("RFRR: ridge sweep λ ∈ [1e-6, 10] at fixed p")
+    ax.set_title("RFRR: ridge sweep λ ∈ [1e-6, 10] at fixed p", fontsize=10)
     ax.legend(fontsize=7)
+    _plain_log_ticks(ax)
