@@ -1,0 +1,102 @@
+"""A tiny decoder-only language model (the pre-LN blocks of :mod:`genlab.nn.transformer`) with sampling,
+sequence log-probabilities and the GRPO policy-gradient loss, for mechanism studies on CPU."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from genlab.nn.transformer import Block
+
+
+class TinyLM(nn.Module):
+    """Next-token model over ``vocab_size`` tokens and contexts of at most ``max_len`` tokens."""
+
+    def __init__(self, vocab_size: int, d_model: int = 64, n_heads: int = 4, n_layers: int = 2, max_len: int = 32):
+        super().__init__()
+        if min(vocab_size, d_model, n_heads, n_layers, max_len) < 1:
+            raise ValueError("vocab_size, d_model, n_heads, n_layers and max_len must be >= 1")
+        self.max_len = max_len
+        self.tok = nn.Embedding(vocab_size, d_model)
+        self.pos = nn.Embedding(max_len, d_model)
+        self.blocks = nn.ModuleList(Block(d_model, n_heads, 4 * d_model) for _ in range(n_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits (n, t, vocab) for every position of ``tokens`` (n, t)."""
+        if tokens.shape[1] > self.max_len:
+            raise ValueError(f"sequence of {tokens.shape[1]} tokens exceeds max_len={self.max_len}")
+        x = self.tok(tokens) + self.pos(torch.arange(tokens.shape[1], device=tokens.device))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_f(x))
+
+    @torch.no_grad()
+    def sample(
+        self,
+        prompts: torch.Tensor,
+        max_new: int,
+        eos: int,
+        pad: int,
+        temperature: float = 1.0,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """Continue each prompt (n, t0, all the same length) by up to ``max_new`` tokens; after ``eos`` a row is
+        padded with ``pad``. ``temperature=0`` is greedy. Returns the new tokens (n, max_new)."""
+        seq = prompts
+        done = torch.zeros(len(prompts), dtype=torch.bool)
+        out = []
+        for _ in range(max_new):
+            logits = self(seq[:, -self.max_len :])[:, -1]
+            if temperature == 0:
+                nxt = logits.argmax(-1)
+            else:
+                nxt = torch.multinomial(F.softmax(logits / temperature, -1), 1, generator=generator).squeeze(1)
+            nxt = torch.where(done, torch.full_like(nxt, pad), nxt)
+            out.append(nxt)
+            done |= nxt == eos
+            seq = torch.cat([seq, nxt[:, None]], 1)
+            if done.all():
+                break
+        new = torch.stack(out, 1)
+        if new.shape[1] < max_new:
+            new = torch.cat([new, torch.full((len(new), max_new - new.shape[1]), pad, dtype=new.dtype)], 1)
+        return new
+
+    def token_logprobs(self, prompts: torch.Tensor, completions: torch.Tensor) -> torch.Tensor:
+        """log p(completion token | prefix) for each completion position, shape (n, m)."""
+        seq = torch.cat([prompts, completions], 1)
+        logits = self(seq[:, :-1])[:, prompts.shape[1] - 1 :]
+        return torch.gather(F.log_softmax(logits, -1), 2, completions[:, :, None]).squeeze(2)
+
+
+def completion_mask(completions: torch.Tensor, eos: int) -> torch.Tensor:
+    """1 for completion tokens up to and including the first ``eos``, 0 after it."""
+    is_eos = (completions == eos).int()
+    after = (is_eos.cumsum(1) - is_eos) > 0
+    return (~after).float()
+
+
+def group_advantages(rewards: torch.Tensor, group: int, eps: float = 1e-6) -> torch.Tensor:
+    """GRPO advantages: each reward minus its group's mean, over the group's standard deviation.
+    ``rewards`` holds ``group`` consecutive samples per prompt; a group with equal rewards gets zeros."""
+    r = rewards.view(-1, group)
+    return ((r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True) + eps)).view(-1)
+
+
+def grpo_loss(
+    logprobs: torch.Tensor,
+    mask: torch.Tensor,
+    advantages: torch.Tensor,
+    ref_logprobs: torch.Tensor | None = None,
+    beta: float = 0.0,
+) -> torch.Tensor:
+    """On-policy GRPO objective (one update per batch, so the PPO ratio is 1): minus the advantage-weighted
+    mean token log-probability, plus ``beta`` times the k3 estimate of KL(policy || reference)."""
+    per_token = -advantages[:, None] * logprobs
+    if ref_logprobs is not None and beta > 0:
+        diff = ref_logprobs - logprobs
+        per_token = per_token + beta * (torch.exp(diff) - diff - 1)
+    return ((per_token * mask).sum(1) / mask.sum(1).clamp(min=1)).mean()
