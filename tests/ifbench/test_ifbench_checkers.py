@@ -15,7 +15,7 @@ from genlab.ifbench import registry
 from genlab.ifbench.examples import EXAMPLES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ifbench_testutil import HAVE_NLTK_DATA, nltk_mode, use_real_data_if_available  # noqa: E402
+from ifbench_testutil import HAVE_NLTK_DATA, nltk_mode, use_real_data_if_available
 
 use_real_data_if_available()
 IDS = registry.ids()

@@ -15,7 +15,7 @@ from genlab.ifbench.data import DataError, PromptItem, parse_ground_truth
 from genlab.ifbench.evaluator import compare, write_outputs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ifbench_testutil import (  # noqa: E402
+from ifbench_testutil import (
     HAVE_DATA,
     HAVE_NLTK_DATA,
     IFBENCH_FILE,
@@ -239,3 +239,20 @@ def test_language_detection_is_deterministic():
         langid._detect.cache_clear()
         outs.add(langid.detect(t))
     assert outs == {"fr"}
+
+
+def test_fast_langdetect_equals_langdetect():
+    from genlab.ifbench import langid
+
+    texts = [
+        "Ceci est un petit texte en français, avec quelques mots.",
+        "This is an English sentence about rivers and mountains.",
+        "Der schnelle braune Fuchs springt über den faulen Hund.",
+        "これは日本語の文章です。",
+        "HELLO WORLD THIS IS LOUD",
+        "12345 67890",
+        "* bullet\n* another bullet in english text",
+        "Hola, ¿cómo estás? Espero que todo vaya bien en tu trabajo.",
+    ]
+    for t in texts:
+        assert langid._detect_fast(t) == langid._detect_reference(t), t

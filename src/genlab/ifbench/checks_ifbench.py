@@ -1063,7 +1063,8 @@ def _repeat_simple(t, kw, fixed):
 
 @register(
     "repeat:repeat_span", "ifbench", "copy the span between two indices of the request",
-    [Param("prompt_to_repeat", "str"), Param("n_start", "int", lo=0, hi=10_000), Param("n_end", "int", lo=0, hi=10_000)],
+    [Param("prompt_to_repeat", "str"), Param("n_start", "int", lo=0, hi=10_000),
+     Param("n_end", "int", lo=0, hi=10_000)],
     describe=lambda kw: f"Copy the span of words from index {kw['n_start']} to index {kw['n_end']} (inclusive) of "
     "the request, and nothing else.",
     sample=lambda r, c: (lambda p: (lambda s: {"prompt_to_repeat": p, "n_start": s,

@@ -70,7 +70,8 @@ def _copy(t, kw, fixed):
 
 @register(
     "new:copy_span_idx", "iftrain", "copy the characters between two indices of the request",
-    [Param("prompt_to_repeat", "str"), Param("n_start", "int", lo=0, hi=10_000), Param("n_end", "int", lo=0, hi=10_000)],
+    [Param("prompt_to_repeat", "str"), Param("n_start", "int", lo=0, hi=10_000),
+     Param("n_end", "int", lo=0, hi=10_000)],
     describe=lambda kw: f"Copy the text between character index {kw['n_start']} and {kw['n_end']} (inclusive) of "
     "the request, and nothing else.",
     sample=lambda r, c: (lambda p: (lambda s: {"prompt_to_repeat": p, "n_start": s,

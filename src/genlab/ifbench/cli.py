@@ -39,10 +39,10 @@ def _print_summary(s: dict, title: str = "") -> None:
 
 @app.command("eval")
 def eval_cmd(
-    prompts: Path | None = typer.Option(None, "--prompts", "-p", help="prompt file (IFEval/IFBench JSONL, "
+    prompts: Path | None = typer.Option(None, "--prompts", "-p", help="prompt file (IFEval/IFBench JSONL, "  # noqa: B008
                                         "multi-turn, or open-instruct ground truth); default: the embedded set"),
-    responses: Path | None = typer.Option(None, "--responses", "-r", help="JSONL with prompt + response"),
-    out: Path | None = typer.Option(None, "--out", "-o", help="write result files and an HTML report here"),
+    responses: Path | None = typer.Option(None, "--responses", "-r", help="JSONL with prompt + response"),  # noqa: B008
+    out: Path | None = typer.Option(None, "--out", "-o", help="write result files and an HTML report here"),  # noqa: B008
     semantics: str = typer.Option("reference", help="reference | fixed"),
     compare_files: tuple[Path, Path] | None = typer.Option(
         None, "--compare", help="two response files A B scored on the same prompts (paired bootstrap B-A)"),
@@ -143,7 +143,7 @@ def check_cmd(
     id: str = typer.Option(..., "--id", help="instruction id, e.g. punctuation:no_comma"),
     kwargs: str = typer.Option("{}", "--kwargs", help="kwargs as a JSON object"),
     text: str | None = typer.Option(None, "--text", help="the response text"),
-    text_file: Path | None = typer.Option(None, "--text-file", help="read the response from a file ('-': stdin)"),
+    text_file: Path | None = typer.Option(None, "--text-file", help="read the response from a file ('-': stdin)"),  # noqa: B008
     semantics: str = typer.Option("reference", help="reference | fixed"),
 ) -> None:
     """Check one text against one constraint and print the verdict with its reason (exit 0 pass, 1 fail)."""
@@ -168,7 +168,7 @@ def check_cmd(
 
 @app.command("setup")
 def setup_cmd(
-    dir: Path | None = typer.Option(None, "--dir", help="target folder (default: ~/nltk_data)"),
+    dir: Path | None = typer.Option(None, "--dir", help="target folder (default: ~/nltk_data)"),  # noqa: B008
     show: bool = typer.Option(False, "--show", help="only show where the data is found; download nothing"),
 ) -> None:
     """Fetch the NLTK data the reference checkers use (punkt_tab, stopwords, perceptron tagger), on request."""

@@ -44,7 +44,8 @@ def render_html(res: EvalResult, summary: dict[str, Any] | None = None, *, max_f
         )
     parts.append("</table><p class=small>95% bootstrap intervals over prompts.</p>")
 
-    parts.append("<h2>Per category (loose)</h2><table><tr><th>category</th><th>n</th><th>strict</th><th>loose</th></tr>")
+    parts.append("<h2>Per category (loose)</h2><table>")
+    parts.append("<tr><th>category</th><th>n</th><th>strict</th><th>loose</th></tr>")
     for cat, v in s["per_category_loose"].items():
         st = s["per_category_strict"][cat]["accuracy"]
         parts.append(f"<tr><td>{e(cat)}</td><td>{v['n']}</td><td>{_pct(st)}</td><td>{_pct(v['accuracy'])}</td></tr>")
