@@ -86,3 +86,10 @@ def test_rank_sparse_claim_helpers():
     assert srs._growth(m).held is True
     s["schatten"] = [2.0, 10.0]
     assert srs._growth(m).held is False
+
+
+def test_margin_model_ratio_claim_skips_undefined_ratios():
+    runs = [dict(ratio_tight=1.2, ratio_gkl=1.5), dict(ratio_tight=None, ratio_gkl=None)]
+    ev = smb._model_ratio_claim({"runs": runs})
+    assert ev.held is True and ev.numbers["left_out"] == 1
+    assert smb._model_ratio_claim({"runs": runs[1:]}).held is None
