@@ -47,8 +47,12 @@ def test_ridge_mc_equals_direct_solves_on_the_same_draws() -> None:
     xi, beta = power_law_problem(15, 1.0, 1.0)
     ns, lams, s2 = [6, 15, 40], [1e-3, 0.5], 0.01
     risk, norm = ridge_mc(xi, beta, ns, lams, s2, reps=2, rng=np.random.default_rng(4))
-    rng = np.random.default_rng(4)
-    x_all = rng.standard_normal((2, max(ns), xi.size)) * np.sqrt(xi)
+    rng = np.random.default_rng(4)  # replay: rows are drawn block by block as n grows
+    blocks, done = [], 0
+    for n in ns:
+        blocks.append(rng.standard_normal((2, n - done, xi.size)) * np.sqrt(xi))
+        done = n
+    x_all = np.concatenate(blocks, axis=1)
     for rep in range(2):
         for i, n in enumerate(ns):
             x = x_all[rep, :n]
