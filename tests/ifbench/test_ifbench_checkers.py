@@ -194,3 +194,13 @@ def test_examples_hold_offline_except_documented():
                 if c.check(t, ex["kwargs"]).ok:
                     diffs.append((cid, t))
     assert diffs == []
+
+
+def test_cached_emoji_set_equals_emoji_package():
+    emoji = pytest.importorskip("emoji")
+    from genlab.ifbench.checks_ifbench import _is_emoji
+
+    rng = random.Random(0)
+    sample = [k for k in emoji.EMOJI_DATA if len(k) == 1] + [chr(rng.randrange(0x110000)) for _ in range(20000)]
+    for ch in sample:
+        assert _is_emoji(ch) == emoji.is_emoji(ch), hex(ord(ch))

@@ -8,7 +8,10 @@ reference is known to be wrong (listed per id in ``fixed=`` and in ``docs/ifbenc
 from __future__ import annotations
 
 import csv
+import functools
 import io
+import json
+import os
 import re
 import string
 import unicodedata
@@ -375,10 +378,35 @@ def _newline(t, kw, fixed):
     return len(lines) == nw, f"{len(lines)} non-empty lines for {nw} words"
 
 
-def _is_emoji(ch: str) -> bool:
+@functools.cache
+def _emoji_chars() -> frozenset[str]:
+    """Single code points that ``emoji.is_emoji`` accepts (the checker only asks about single characters).
+    Importing ``emoji`` builds large tables (~0.1 s), so the set is cached per installed emoji version."""
+    from importlib.metadata import version
+
+    from genlab.ifbench.langid import cache_dir
+
+    path = cache_dir() / f"emoji-{version('emoji')}-single.json"
+    try:
+        return frozenset(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        pass
     import emoji
 
-    return emoji.is_emoji(ch)
+    chars = frozenset(k for k in emoji.EMOJI_DATA if len(k) == 1)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(sorted(chars)), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return chars
+
+
+def _is_emoji(ch: str) -> bool:
+    """``emoji.is_emoji(ch)`` for a single character."""
+    return ch in _emoji_chars()
 
 
 @register(
