@@ -95,13 +95,13 @@ def _rows(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
-def time_ours(prompt_file: Path, resp_file: Path, reps: int) -> tuple[float, object]:
+def time_ours(prompt_file: Path, resp_file: Path, reps: int) -> tuple[float, float, object]:
     from genlab.ifbench import evaluate, load_prompts, load_responses
 
     items = load_prompts(prompt_file)
     resp = load_responses(resp_file)
     res = evaluate(items, resp, workers=1)  # warm-up (loads NLTK modules, data, langdetect profiles)
-    ts = []
+    ts, cs = [], []
     for _ in range(reps):
         from genlab.ifbench import nlp
 
@@ -111,15 +111,20 @@ def time_ours(prompt_file: Path, resp_file: Path, reps: int) -> tuple[float, obj
         from genlab.ifbench import langid
 
         langid._detect.cache_clear()
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         res = evaluate(items, resp, workers=1)
         ts.append(time.perf_counter() - t)
-    return min(ts), res
+        cs.append(time.process_time() - c)
+    return min(ts), min(cs), res
 
 
-def time_cli(prompt_file: Path, resp_file: Path, reps: int) -> float:
-    ts = []
+def time_cli(prompt_file: Path, resp_file: Path, reps: int) -> tuple[float, float]:
+    """Best wall time and best CPU time (user + system of the child) of the CLI, process start included."""
+    import resource
+
+    ts, cs = [], []
     for _ in range(reps):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         subprocess.run(
             [sys.executable, "-m", "genlab.ifbench.cli", "eval", "--prompts", str(prompt_file), "--responses",
@@ -127,7 +132,9 @@ def time_cli(prompt_file: Path, resp_file: Path, reps: int) -> float:
             check=True, capture_output=True, cwd=ROOT,
         )
         ts.append(time.perf_counter() - t)
-    return min(ts)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cs.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+    return min(ts), min(cs)
 
 
 def offline_agreement(prompt_file: Path, resp_file: Path) -> dict:
@@ -218,13 +225,15 @@ def main() -> None:
         rf = tmp / f"{name}_responses.jsonl"
         resp_rows = synth_responses(rows)
         rf.write_text("".join(json.dumps(r) + "\n" for r in resp_rows), encoding="utf-8")
-        warm, res = time_ours(pf, rf, a.reps)
-        cli = time_cli(pf, rf, a.reps)
+        warm, warm_cpu, res = time_ours(pf, rf, a.reps)
+        cli, cli_cpu = time_cli(pf, rf, a.reps)
         s = res.summary(bootstrap=0)
         line = {
             "prompts": len(rows),
             "warm_strict_loose_s": round(warm, 4),
+            "warm_strict_loose_cpu_s": round(warm_cpu, 4),
             "cli_end_to_end_s": round(cli, 3),
+            "cli_end_to_end_cpu_s": round(cli_cpu, 3),
             "loose_prompt_level": round(s["loose"]["prompt_level"], 4),
         }
         if not a.skip_offline:
@@ -233,13 +242,15 @@ def main() -> None:
             reg = load_lmeval_reference(a.ref_ifeval)
             resp = {r["prompt"]: r["response"] for r in resp_rows}
             reference_eval(reg, rows, resp)  # warm-up
-            ts = []
+            ts, cs = [], []
             for _ in range(a.reps):
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 ref = reference_eval(reg, rows, resp)
                 ts.append(time.perf_counter() - t)
+                cs.append(time.process_time() - c)
             line["reference_warm_s"] = round(min(ts), 3)
-            line["speedup_vs_reference"] = round(min(ts) / warm, 1)
+            line["reference_warm_cpu_s"] = round(min(cs), 3)
+            line["speedup_vs_reference_cpu"] = round(min(cs) / warm_cpu, 1)
             agree = {}
             for k, mode in enumerate(("strict", "loose")):
                 ours = [[i.__dict__[mode] for i in p.instructions] for p in res.prompts]

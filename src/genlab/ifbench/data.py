@@ -189,7 +189,7 @@ def load_responses(path: str | Path) -> dict[str, str]:
             raise DataError(f"{p}:{ln}: key 'response' must be a string, got {type(resp).__name__}")
         out[prompt] = resp
         if prompt.strip() != prompt:
-            out.setdefault(prompt.strip(), resp)
+            out[prompt.strip()] = resp  # as IFBench's read_prompt_to_response_dict
     return out
 
 

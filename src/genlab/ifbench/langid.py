@@ -58,7 +58,14 @@ class _Store:
     def __init__(self, path: Path, langlist: list[str]) -> None:
         self.path = path
         self.langlist = langlist
-        self.con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        self.pid = -1
+        self.con: Any = None
+
+    def _conn(self) -> Any:
+        if self.pid != os.getpid():  # never share a connection across fork (process pools)
+            self.con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            self.pid = os.getpid()
+        return self.con
 
     def lookup(self, words: set[str]) -> dict[str, Any]:
         import numpy as np
@@ -71,7 +78,7 @@ class _Store:
         for i in range(0, len(todo), 900):
             chunk = todo[i : i + 900]
             q = "SELECT w, v FROM p WHERE w IN ({})".format(",".join("?" * len(chunk)))
-            for w, v in self.con.execute(q, chunk):
+            for w, v in self._conn().execute(q, chunk):
                 arr = np.frombuffer(v, dtype=np.float64)
                 _VEC[w] = arr
                 out[w] = arr

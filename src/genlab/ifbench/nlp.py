@@ -400,7 +400,7 @@ def _tagger_weights(path: Path) -> Any:
             con.commit()
             con.close()
             os.replace(tmp, db)
-        return _LazyWeights(sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False))
+        return _LazyWeights(db)
     except Exception:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -409,12 +409,19 @@ def _tagger_weights(path: Path) -> Any:
 class _LazyWeights:
     """dict-like read access (``in``, ``[]``) to the tagger weights in SQLite, memoised."""
 
-    def __init__(self, con: Any) -> None:
-        self.con = con
+    def __init__(self, db: Path) -> None:
+        self.db = db
+        self.pid = -1
+        self.con: Any = None
         self.memo: dict[str, dict | None] = {}
 
     def _get(self, feat: str) -> dict | None:
         if feat not in self.memo:
+            if self.pid != os.getpid():  # never share a connection across fork (process pools)
+                import sqlite3
+
+                self.con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, check_same_thread=False)
+                self.pid = os.getpid()
             row = self.con.execute("SELECT v FROM w WHERE f = ?", (feat,)).fetchone()
             self.memo[feat] = json.loads(row[0]) if row else None
         return self.memo[feat]
