@@ -60,6 +60,12 @@ def test_optimised_p_never_exceeds_fixed_p_and_limits_agree():
     assert b.bounds["schatten_p0"] == pytest.approx(want_p0, rel=1e-12)
     assert b.low_rank_params == sum(min(o, i) * (o + i) for o, i in [(32, 10), (32, 32), (3, 32)])
     assert b.bounds["param_count"] == pytest.approx(np.sqrt((320 + 1024 + 96) * 3 / 100))
+    assert b.biases_ignored == 0
+    from genlab.nn.mlp import MLP
+
+    torch.manual_seed(0)
+    with_bias = MLP(10, (16,), 3).double()
+    assert NB.network_bounds(with_bias, x, with_bias(x).argmax(1).numpy()).biases_ignored == 1
 
 
 def test_layer_rescaling_leaves_every_bound_unchanged():

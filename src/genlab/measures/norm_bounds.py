@@ -147,6 +147,7 @@ class NetworkBounds:
     bounds: dict[str, float]
     layers: list[LayerStats]
     certified: bool = False
+    biases_ignored: int = 0  # layers whose bias the bounds leave out (the theorems assume bias-free nets)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -159,6 +160,7 @@ class NetworkBounds:
             "bounds": dict(self.bounds),
             "layers": [layer.to_dict() for layer in self.layers],
             "certified": self.certified,
+            "biases_ignored": self.biases_ignored,
         }
 
 
@@ -333,4 +335,5 @@ def network_bounds(
         low_rank_params=int(sum(terms_p0)),
         bounds=bounds,
         layers=layers,
+        biases_ignored=sum(getattr(mod, "bias", None) is not None for _, mod, _, _ in records),
     )
