@@ -133,46 +133,69 @@ class _Everything:
 
 
 _VEC: dict[str, Any] = {}
-_NORM: dict[str, str] = {}
+
+
+def _choice_is_getrandbits() -> bool:
+    import inspect
+
+    try:
+        src = inspect.getsource(random.Random._randbelow_with_getrandbits)
+        return (
+            random.Random._randbelow is random.Random._randbelow_with_getrandbits
+            and "k = n.bit_length()" in src
+            and "seq[self._randbelow(len(seq))]" in inspect.getsource(random.Random.choice)
+        )
+    except (OSError, TypeError, AttributeError):
+        return False
+
+
+_INLINE_CHOICE = _choice_is_getrandbits()
+_NORM: dict[int, str] = {}
 
 
 def _candidates(text: str) -> list[str]:
     """langdetect's ``Detector._extract_ngrams`` with every n-gram admitted (membership is applied afterwards,
-    which keeps the order): the same ``NGram`` state machine, inlined, with ``NGram.normalize`` memoised."""
+    which keeps the order). Same result as its ``NGram`` state machine, computed word by word: after
+    ``NGram.normalize`` (memoised, applied with ``str.translate``) the buffer restarts at every space, so inside
+    a word the n-grams at position j are w[j], (" "+w)[j:j+2], (" "+w)[j-1:j+2]; a space after a word adds the
+    word's last one or two characters + " "; a character is skipped while two capitals in a row are seen."""
     from langdetect.utils.ngram import NGram
 
-    norm = _NORM
-    grams = " "
-    cap = False
+    tbl = _NORM
+    for ch in set(text):
+        o = ord(ch)
+        if o not in tbl:
+            tbl[o] = NGram.normalize(ch)
+    t = text.translate(tbl)
     out: list[str] = []
-    append = out.append
-    for ch in text:
-        c = norm.get(ch)
-        if c is None:
-            c = norm[ch] = NGram.normalize(ch)
-        last = grams[-1]
-        if last == " ":
-            grams = " "
-            cap = False
-            if c == " ":
-                continue
-        elif len(grams) >= 3:
-            grams = grams[1:]
-        grams += c
-        if c.isupper():
-            if last.isupper():
-                cap = True
-        else:
-            cap = False
-        if cap:
+    app = out.append
+    words = t.split(" ")
+    last_k = len(words) - 1
+    for k, w in enumerate(words):
+        if not w:
             continue
-        n = len(grams)
-        if c != " ":
-            append(c)
-        if n >= 2:
-            append(grams[-2:])
-            if n >= 3:
-                append(grams)
+        s = " " + w
+        last = " "
+        cap = False
+        for j, c in enumerate(w):
+            if c.isupper():
+                if last.isupper():
+                    cap = True
+            else:
+                cap = False
+            last = c
+            if cap:
+                continue
+            app(c)
+            app(s[j : j + 2])
+            if j:
+                app(s[j - 1 : j + 2])
+        if k < last_k:
+            g = s[-3:]
+            g2 = (g[1:] if len(g) >= 3 else g) + " "
+            app(g2[-2:])
+            if len(g2) == 3:
+                app(g2)
     return out
 
 
@@ -208,7 +231,18 @@ def _detect_fast(text: str) -> str | None:
     langprob = np.zeros(n)
     rnd = random.Random()
     rnd.seed(SEED)
-    choice = rnd.choice
+    m = len(picks_from)
+    if _INLINE_CHOICE:
+        # rnd.choice(seq) == seq[rnd._randbelow(len(seq))] with _randbelow_with_getrandbits (checked at import)
+        getbits, kbits = rnd.getrandbits, m.bit_length()
+
+        def choice(seq: list[int]) -> int:
+            r = getbits(kbits)
+            while r >= m:
+                r = getbits(kbits)
+            return seq[r]
+    else:
+        choice = rnd.choice
     for _ in range(d.n_trial):
         prob = np.full(n, 1.0 / n)
         alpha = d.alpha + rnd.gauss(0.0, 1.0) * d.ALPHA_WIDTH
