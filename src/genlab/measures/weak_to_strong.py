@@ -37,6 +37,7 @@ class W2SOutcome:
     teacher: Predictor
     student: Predictor
     pseudo_label_score: float  # score of the pseudo-labels against the true targets on the student's inputs
+    # the student's inputs, their (hidden) true targets and the pseudo-labels, for diagnostics after training
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -83,4 +84,5 @@ def weak_to_strong(
         teacher=teacher,
         student=student,
         pseudo_label_score=float(score(pseudo, y_s_true)),
+        extras={"x_student": x_s, "y_student_true": y_s_true, "pseudo_labels": pseudo},
     )

@@ -1,0 +1,442 @@
+"""Study "w2s-cnn": weak-to-strong generalisation from a linear CNN teacher to a two-layer ReLU CNN student
+(Oh, Song & Yun, arXiv 2510.24812).
+
+The teacher is at chance on hard-only inputs (it cannot represent the hard signal); the ReLU student, trained by
+full-batch GD on the teacher's labels, can learn the hard signal from the both-signal samples. Two regimes:
+data-abundant (early label correction, later degradation) and data-scarce (benign vs harmful overfitting,
+swept over n and the hard-signal strength). The data model is our reconstruction (see genlab.data.patches).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from genlab.data.patches import EASY, HARD, PatchData, PatchModel
+from genlab.harness import Claim, Paper, RunContext, Study, by_seeds, evidence, register
+from genlab.measures.weak_to_strong import weak_to_strong
+
+DATA_MODEL_VERSION = "recon-v1: easy [μ_y, μ_y, ξ], hard [ν_y, −ν_y, ξ], both [μ_y, ν_y, ξ]"
+
+
+class _TorchPredictor:
+    """Wraps a trained torch model as a numpy predictor on PatchData, keeping its GD history."""
+
+    def __init__(self, model, history=None) -> None:
+        self.model, self.history = model, history
+
+    def __call__(self, data: PatchData) -> np.ndarray:
+        import torch
+
+        with torch.no_grad():
+            return self.model(torch.from_numpy(data.x)).numpy()
+
+    def at(self, snapshot: dict) -> _TorchPredictor:
+        self.model.load_state_dict(snapshot)
+        return self
+
+
+def _error(pred: np.ndarray, y: np.ndarray) -> float:
+    return float(np.mean(pred != y))
+
+
+def w2s_cnn_run(
+    pm: PatchModel,
+    n_teacher: int,
+    n_student: int,
+    test: PatchData,
+    rng: np.random.Generator,
+    torch_seed: int,
+    *,
+    filters: int,
+    sigma0: float,
+    lr: float,
+    steps: int,
+    teacher_lr: float,
+    teacher_steps: int,
+    snapshot_every: int,
+    linear_student: bool = False,
+) -> dict[str, Any]:
+    """One weak-to-strong run; returns final and per-snapshot metrics of teacher and student.
+
+    Curves (per snapshot): test error, hard-only test error, accuracy on the pseudo-labels (train), and the
+    fraction of wrongly pseudo-labelled training points the student predicts with their *true* label.
+    """
+    import torch
+
+    from genlab.nn.patch_cnn import LinearCNN, ReLUCNN, train_gd
+
+    def sample(k: int, r: np.random.Generator) -> tuple[PatchData, np.ndarray]:
+        data = pm.sample(k, r)
+        return data, data.y
+
+    def fit_teacher(data: PatchData, y: np.ndarray) -> _TorchPredictor:
+        model = LinearCNN(pm.d)
+        train_gd(model, torch.from_numpy(data.x), torch.from_numpy(y), teacher_lr, teacher_steps)
+        return _TorchPredictor(model)
+
+    def fit_student(data: PatchData, pseudo: np.ndarray) -> _TorchPredictor:
+        gen = torch.Generator().manual_seed(torch_seed)
+        model = LinearCNN(pm.d) if linear_student else ReLUCNN(pm.d, filters, sigma0, gen)
+        hist = train_gd(model, torch.from_numpy(data.x), torch.from_numpy(pseudo.astype(np.int64)), lr, steps,
+                        snapshot_every=snapshot_every)
+        return _TorchPredictor(model, hist)
+
+    out = weak_to_strong(sample, fit_teacher, fit_student, _error, n_teacher, n_student, 0, rng,
+                         label=lambda z: np.where(z >= 0, 1, -1), test_data=(test, test.y))
+    sign = lambda z: np.where(z >= 0, 1, -1)  # noqa: E731
+    hard = test.kind == HARD
+    t_pred = sign(out.teacher(test))
+    x_s, y_s, pseudo = out.extras["x_student"], out.extras["y_student_true"], out.extras["pseudo_labels"]
+    flipped = pseudo != y_s
+    curves: dict[str, list[float]] = {"test": [], "hard": [], "pseudo_acc": [], "flipped_true": []}
+    hist = out.student.history
+    for snap in hist.snapshots:
+        st = out.student.at(snap)
+        p_te, p_tr = sign(st(test)), sign(st(x_s))
+        curves["test"].append(_error(p_te, test.y))
+        curves["hard"].append(_error(p_te[hard], test.y[hard]))
+        curves["pseudo_acc"].append(float(np.mean(p_tr == pseudo)))
+        curves["flipped_true"].append(float(np.mean(p_tr[flipped] == y_s[flipped])) if flipped.any() else 1.0)
+    return {
+        "teacher_test": out.teacher_score,
+        "teacher_hard": _error(t_pred[hard], test.y[hard]),
+        "teacher_easy": _error(t_pred[test.kind == EASY], test.y[test.kind == EASY]),
+        "flip_rate": out.pseudo_label_score,
+        "steps": hist.steps,
+        "loss": hist.loss,
+        **curves,
+    }
+
+
+# ----------------------------------------------------------------------------------------------------
+# claims
+# ----------------------------------------------------------------------------------------------------
+
+
+def _claim_teacher(m: dict[str, Any]) -> Any:
+    t = m["teacher"]
+    held = 0.45 <= t["hard_mean"] <= 0.55 and abs(t["test_mean"] - m["p_hard"] / 2) <= 0.03
+    return evidence(held, hard_only_error=t["hard_mean"], test_error=t["test_mean"], p_hard_half=m["p_hard"] / 2)
+
+
+def _abundant_held(run: dict[str, Any]) -> tuple[bool, dict[str, float]]:
+    test = np.asarray(run["test"])
+    i = int(np.argmin(test))
+    nums = {
+        "best_test": float(test[i]),
+        "teacher_test": run["teacher_test"],
+        "flipped_true_at_best": run["flipped_true"][i],
+        "pseudo_acc_at_best": run["pseudo_acc"][i],
+        "one_minus_flip": 1 - run["flip_rate"],
+        "final_test": float(test[-1]),
+    }
+    held = (
+        test[i] < run["teacher_test"] - 0.05
+        and run["flipped_true"][i] > 0.9
+        and abs(run["pseudo_acc"][i] - (1 - run["flip_rate"])) <= 0.05
+        and test[-1] > test[i] + 0.01
+    )
+    return bool(held), nums
+
+
+def _claim_abundant(m: dict[str, Any]) -> Any:
+    res = [_abundant_held(r) for r in m["abundant"]["runs"]]
+    nums = {k: float(np.mean([r[1][k] for r in res])) for k in res[0][1]}
+    return by_seeds([r[0] for r in res], **{f"mean_{k}": v for k, v in nums.items()})
+
+
+def _claim_linear_control(m: dict[str, Any]) -> Any:
+    c = m["linear_control"]
+    return evidence(min(c["hard"]) >= 0.45, min_hard_error=min(c["hard"]), teacher_hard=m["teacher"]["hard_mean"])
+
+
+def _claim_scarce(m: dict[str, Any]) -> Any:
+    s = m["scarce"]
+    hard = np.asarray(s["hard_mean"])  # (n_nu, n_n)
+    se = np.asarray(s["hard_se"])
+    snr = np.asarray(s["snr"])
+    r = np.asarray(s["r"])
+    scarce = r < 1.0
+    harmful = scarce & (hard - 2 * se >= 0.35)
+    benign = scarce & (hard + 2 * se <= 0.20)
+    lo, hi = snr[harmful], snr[benign]
+    nums = {
+        "harmful_cells": int(harmful.sum()),
+        "benign_cells": int(benign.sum()),
+        "max_snr_harmful": float(lo.max()) if lo.size else float("nan"),
+        "min_snr_benign": float(hi.min()) if hi.size else float("nan"),
+        "hard_error_grid": hard.round(3),
+    }
+    if lo.size < 2 or hi.size < 2:  # one lucky cell is not a phase
+        return evidence(None, note="the sweep did not resolve both phases with >= 2 cells each (see the docs for "
+                        "the budget a clear result needs)", **nums)
+    # a transition in the statistic: every benign cell has a larger SNR than every harmful cell
+    return evidence(bool(hi.min() > lo.max()), **nums)
+
+
+def _claim_scarce_monotone(m: dict[str, Any]) -> Any:
+    """Held if some ‖ν‖ row falls significantly from its smallest to its largest scarce n and no row rises
+    significantly between neighbours; inconclusive if no row changes significantly (too noisy to tell)."""
+    s = m["scarce"]
+    hard = np.asarray(s["hard_mean"])
+    se = np.asarray(s["hard_se"])
+    r = np.asarray(s["r"])
+    rises, falls = 0, 0
+    for row, err, rr in zip(hard, se, r):
+        keep = rr < 1.0  # the scarce regime only
+        row, err = row[keep], err[keep]
+        if row.size < 2:
+            continue
+        rises += int(np.any(np.diff(row) > 2 * np.hypot(err[1:], err[:-1])))
+        falls += int(row[0] - row[-1] > 2 * np.hypot(err[0], err[-1]))
+    nums = {"rows_rising": rises, "rows_falling": falls, "hard_error_grid": hard.round(3)}
+    if rises == 0 and falls == 0:
+        return evidence(None, note="no significant change along n in any row", **nums)
+    return evidence(rises == 0, **nums)
+
+
+@register
+class W2SCNN(Study):
+    name = "w2s-cnn"
+    paper = Paper(
+        "From Linear to Nonlinear: Provable Weak-to-Strong Generalization through Feature Learning",
+        "arXiv:2510.24812",
+        "Oh, Song, Yun",
+    )
+    summary = (
+        "A two-layer ReLU CNN trained on a linear CNN's labels learns the hard signal the teacher cannot see: early "
+        "label correction then degradation with abundant data; benign vs harmful overfitting with scarce data."
+    )
+
+    @dataclass
+    class Config:
+        # data model (reconstructed)
+        mu_norm: float = 4.0
+        sigma_p: float = 1.0
+        p_easy: float = 0.5
+        p_hard: float = 0.3
+        p_both: float = 0.2
+        n_test: int = 3000
+        # teacher
+        n_teacher: int = 200
+        teacher_lr: float = 0.1
+        teacher_steps: int = 200
+        # student
+        filters: int = 10
+        sigma0: float = 0.01
+        # data-abundant regime
+        d_abundant: int = 200
+        nu_abundant: float = 4.0
+        n_abundant: int = 1500
+        lr_abundant: float = 0.1
+        steps_abundant: int = 300
+        snapshot_every: int = 10
+        # data-scarce regime: sweep n × ‖ν‖, trained to fit the pseudo-labels
+        d_scarce: int = 500
+        n_scarce: tuple[int, ...] = (10, 20, 40, 80)
+        nu_scarce: tuple[float, ...] = (2.0, 3.0, 4.5, 6.0)
+        lr_scarce: float = 0.5
+        steps_scarce: int = 300
+        seeds: int = 3  # abundant regime
+        seeds_scarce: int = 5  # each scarce cell is bimodal over seeds (signal learned or not): average more
+
+        def validate(self) -> None:
+            if self.seeds < 1 or self.seeds_scarce < 1:
+                raise ValueError("seeds and seeds_scarce must be >= 1")
+            if min(self.n_scarce) < 2 or self.n_abundant < 2 or self.n_teacher < 2:
+                raise ValueError("sample sizes must be >= 2")
+            if self.steps_abundant < self.snapshot_every or self.snapshot_every < 1:
+                raise ValueError("need 1 <= snapshot_every <= steps_abundant")
+            PatchModel(self.d_abundant, self.mu_norm, self.nu_abundant, self.sigma_p, self.p_easy, self.p_hard,
+                       self.p_both)
+
+    presets = {
+        "smoke": {
+            "n_test": 400,
+            "n_teacher": 60,
+            "teacher_steps": 50,
+            "d_abundant": 60,
+            "n_abundant": 200,
+            "steps_abundant": 40,
+            "d_scarce": 80,
+            "n_scarce": (20, 40),
+            "nu_scarce": (2.0, 4.5),
+            "steps_scarce": 40,
+            "seeds": 1,
+            "seeds_scarce": 1,
+        },
+        "quick": {},
+        "full": {
+            "d_abundant": 400,
+            "n_abundant": 3000,
+            "steps_abundant": 600,
+            "d_scarce": 2000,
+            "n_scarce": (10, 20, 40, 80, 160, 320),
+            "nu_scarce": (2.0, 3.0, 4.5, 6.0, 8.0),
+            "steps_scarce": 1000,
+            "seeds": 5,
+            "seeds_scarce": 10,
+        },
+    }
+
+    claims = [
+        Claim("the linear CNN teacher is at chance on hard-only inputs and its error is ≈ p_h/2", _claim_teacher),
+        Claim(
+            "data-abundant: early in training the student beats the teacher by > 0.05, fits the pseudo-labels only "
+            "to 1 − flip rate, predicts > 90% of flipped points with their true label, and degrades with overtraining",
+            _claim_abundant,
+        ),
+        Claim("control: a linear student never beats the teacher on hard-only inputs", _claim_linear_control),
+        Claim(
+            "data-scarce (r < 1): harmful (hard-only error ≥ 0.35) and benign (≤ 0.20) overfitting cells (≥ 2 each, "
+            "±2 SE) are separated by the statistic n p_b² ‖ν‖⁴ / (σ_p⁴ d)",
+            _claim_scarce,
+        ),
+        Claim("data-scarce (r < 1): the hard-only error at convergence falls with n (never rises significantly)",
+              _claim_scarce_monotone),
+    ]
+
+    # ------------------------------------------------------------------------------------------------
+    def run(self, cfg: W2SCNN.Config, ctx: RunContext) -> dict[str, Any]:
+        from genlab.harness.torch_setup import setup_torch
+
+        setup_torch(1)
+
+        def model(d: int, nu: float) -> PatchModel:
+            return PatchModel(d, cfg.mu_norm, nu, cfg.sigma_p, cfg.p_easy, cfg.p_hard, cfg.p_both)
+
+        common = {"filters": cfg.filters, "sigma0": cfg.sigma0, "teacher_lr": cfg.teacher_lr,
+                  "teacher_steps": cfg.teacher_steps}
+
+        # --- data-abundant regime -----------------------------------------------------------------
+        pm = model(cfg.d_abundant, cfg.nu_abundant)
+        runs, controls = [], []
+        for s in range(cfg.seeds):
+            test = pm.sample(cfg.n_test, ctx.rng("test", "abundant", s))
+            kw = dict(common, lr=cfg.lr_abundant, steps=cfg.steps_abundant, snapshot_every=cfg.snapshot_every)
+            res = w2s_cnn_run(pm, cfg.n_teacher, cfg.n_abundant, test, ctx.rng("abundant", s),
+                              ctx.seed_for("init", s), **kw)
+            runs.append(res)
+            lin = w2s_cnn_run(pm, cfg.n_teacher, cfg.n_abundant, test, ctx.rng("abundant", s),
+                              ctx.seed_for("init", s), linear_student=True, **kw)
+            controls.append(lin)
+            i = int(np.argmin(res["test"]))
+            ctx.log(f"abundant seed {s}: teacher {res['teacher_test']:.3f} (hard {res['teacher_hard']:.3f}); "
+                    f"student best {res['test'][i]:.3f} at step {res['steps'][i]}, final {res['test'][-1]:.3f}; "
+                    f"linear student final hard {lin['hard'][-1]:.3f}")
+            for k, st in enumerate(res["steps"]):
+                ctx.record(regime="abundant", seed=s, step=st, test=res["test"][k], hard=res["hard"][k],
+                           pseudo_acc=res["pseudo_acc"][k], flipped_true=res["flipped_true"][k])
+
+        # --- data-scarce regime: n × ‖ν‖ ----------------------------------------------------------
+        nus, ns = list(cfg.nu_scarce), list(cfg.n_scarce)
+        hard = np.zeros((len(nus), len(ns), cfg.seeds_scarce))
+        test_err = np.zeros_like(hard)
+        fit = np.zeros_like(hard)
+        t_hard = np.zeros((len(nus), cfg.seeds_scarce))
+        for a, nu in enumerate(nus):
+            pm_s = model(cfg.d_scarce, nu)
+            for s in range(cfg.seeds_scarce):
+                test = pm_s.sample(cfg.n_test, ctx.rng("test", "scarce", a, s))
+                for b, n in enumerate(ns):
+                    res = w2s_cnn_run(pm_s, cfg.n_teacher, n, test, ctx.rng("scarce", a, b, s),
+                                      ctx.seed_for("init", a, b, s), lr=cfg.lr_scarce, steps=cfg.steps_scarce,
+                                      snapshot_every=cfg.steps_scarce, **common)
+                    hard[a, b, s], test_err[a, b, s], fit[a, b, s] = res["hard"][-1], res["test"][-1], \
+                        res["pseudo_acc"][-1]
+                    t_hard[a, s] = res["teacher_hard"]
+            ctx.log(f"scarce ‖ν‖={nu}: hard-only error by n {dict(zip(ns, hard[a].mean(1).round(3)))}")
+        snr = np.array([[model(cfg.d_scarce, nu).snr(n) for n in ns] for nu in nus])
+        r = np.array([[model(cfg.d_scarce, nu).signal_noise_ratio(n) for n in ns] for nu in nus])
+        k = cfg.seeds_scarce
+        scarce = {
+            "n": ns,
+            "nu": nus,
+            "d": cfg.d_scarce,
+            "snr": snr,
+            "r": r,
+            "hard_mean": hard.mean(-1),
+            "hard_se": hard.std(-1, ddof=1) / np.sqrt(k) if k > 1 else np.zeros(hard.shape[:2]),
+            "test_mean": test_err.mean(-1),
+            "pseudo_fit_mean": fit.mean(-1),
+            "teacher_hard_mean": t_hard.mean(-1),
+        }
+
+        return {
+            "data_model": DATA_MODEL_VERSION,
+            "p_hard": cfg.p_hard,
+            "teacher": {
+                "test_mean": float(np.mean([x["teacher_test"] for x in runs])),
+                "hard_mean": float(np.mean([x["teacher_hard"] for x in runs])),
+                "easy_mean": float(np.mean([x["teacher_easy"] for x in runs])),
+            },
+            "abundant": {
+                "d": cfg.d_abundant,
+                "n": cfg.n_abundant,
+                "nu": cfg.nu_abundant,
+                "r": pm.signal_noise_ratio(cfg.n_abundant),
+                "runs": runs,
+            },
+            "linear_control": {"hard": [c["hard"][-1] for c in controls], "test": [c["test"][-1] for c in controls]},
+            "scarce": scarce,
+        }
+
+    # ------------------------------------------------------------------------------------------------
+    def figures(self, metrics: dict[str, Any], ctx: RunContext) -> list[Path]:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        m = metrics
+        fig, ax = plt.subplots(1, 3, figsize=(16, 4.6))
+        a = m["abundant"]
+        for s, run in enumerate(a["runs"]):
+            lab = s == 0
+            ax[0].plot(run["steps"], run["test"], color="C0", alpha=0.8, label="student test error" if lab else None)
+            ax[0].plot(run["steps"], run["hard"], color="C1", alpha=0.8,
+                       label="student hard-only error" if lab else None)
+            ax[0].plot(run["steps"], run["flipped_true"], color="C2", alpha=0.8,
+                       label="flipped points predicted with true label" if lab else None)
+            ax[0].plot(run["steps"], run["pseudo_acc"], color="C3", alpha=0.8,
+                       label="train accuracy on pseudo-labels" if lab else None)
+        ax[0].axhline(m["teacher"]["test_mean"], color="k", ls=":", label="teacher test error")
+        ax[0].set(xlabel="GD step", ylabel="rate", ylim=(-0.02, 1.02),
+                  title=f"(a) abundant: n={a['n']}, d={a['d']}, ‖ν‖={a['nu']} (r={a['r']:.0f})")
+        ax[0].legend(fontsize=7)
+
+        s = m["scarce"]
+        hard = np.asarray(s["hard_mean"])
+        for i, nu in enumerate(s["nu"]):
+            ax[1].errorbar(s["n"], hard[i], yerr=np.asarray(s["hard_se"])[i], marker="o", ms=4,
+                           label=f"‖ν‖={nu}")
+        ax[1].axhline(0.5, color="k", ls=":", lw=1, label="teacher (chance)")
+        ax[1].set(xscale="log", xlabel="student samples n", ylabel="hard-only test error at the end",
+                  title=f"(b) scarce sweep, d={s['d']}, end of training")
+        ax[1].legend(fontsize=7)
+
+        snr = np.asarray(s["snr"])
+        sc = ax[2].scatter(np.repeat([s["n"]], len(s["nu"]), 0).ravel(), np.repeat(np.asarray(s["nu"])[:, None],
+                           len(s["n"]), 1).ravel(), c=hard.ravel(), cmap="RdYlGn_r", vmin=0, vmax=0.6, s=260,
+                           marker="s")
+        for i, nu in enumerate(s["nu"]):
+            for j, n in enumerate(s["n"]):
+                ax[2].annotate(f"{snr[i, j]:.2g}", (n, nu), ha="center", va="center", fontsize=6)
+        nn_ = np.geomspace(min(s["n"]), max(s["n"]), 50)
+        r00 = float(np.asarray(s["r"])[0, 0])  # r ∝ n‖ν‖², so r = 1 on ‖ν‖ = ‖ν₀‖ √(n₀ / (r₀ n))
+        ax[2].plot(nn_, s["nu"][0] * np.sqrt(s["n"][0] / (r00 * nn_)), "k--", lw=1, label="r = n p_b‖ν‖²/(σ_p²d) = 1")
+        ax[2].set_ylim(min(s["nu"]) * 0.8, max(s["nu"]) * 1.15)
+        ax[2].legend(fontsize=7, loc="upper right")
+        ax[2].set(xscale="log", xlabel="student samples n", ylabel="‖ν‖",
+                  title="(c) hard-only error; text: SNR n p_b²‖ν‖⁴/(σ_p⁴d)")
+        fig.colorbar(sc, ax=ax[2])
+        fig.suptitle(f"w2s-cnn — data model {m['data_model']} (reconstructed)", fontsize=9)
+        fig.tight_layout()
+        path = ctx.figures_dir / "w2s-cnn.png"
+        fig.savefig(path, dpi=72)
+        plt.close(fig)
+        return [path]
