@@ -256,3 +256,22 @@ def test_fast_langdetect_equals_langdetect():
     ]
     for t in texts:
         assert langid._detect_fast(t) == langid._detect_reference(t), t
+
+
+def test_ngram_candidates_equal_langdetect_extraction():
+    import random
+    import types
+
+    from langdetect.detector import Detector
+
+    from genlab.ifbench import langid
+
+    rng = random.Random(0)
+    alphabet = "aAbBzZ  ..,,\n\t1ÀéßİıŞș ț日本語カタカナひらがな한국어ثبتپی Ấ ẠxX--"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(500)]
+    texts += ["ABC DEF gHI jKL MNo pQ R", "Hello World. THIS is IT!", ""]
+    for t in texts:
+        d = Detector(types.SimpleNamespace(word_lang_prob_map=langid._Everything(), langlist=[], seed=0))
+        d.append(t)
+        d.cleaning_text()
+        assert langid._candidates(d.text) == d._extract_ngrams(), t
