@@ -281,11 +281,13 @@ def report_cmd(
 from genlab.ifbench.cli import app as _ifbench_app  # noqa: E402
 from genlab.ifbench.generate_cli import add_generation_commands, add_train_command  # noqa: E402
 from genlab.measures.cli import app as _bound_app  # noqa: E402
+from genlab.measures.oodselect_cli import oodselect as _oodselect  # noqa: E402
 
 add_generation_commands(_ifbench_app)
 add_train_command(_ifbench_app)
 app.add_typer(_ifbench_app, name="ifbench")
 app.add_typer(_bound_app, name="bound")
+app.command("oodselect")(_oodselect)
 
 
 def main(argv: list[str] | None = None) -> None:
