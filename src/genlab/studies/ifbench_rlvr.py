@@ -122,11 +122,19 @@ def detokenize(tokens: list[int]) -> str:
     return " ".join(words)
 
 
-def random_response(rng: np.random.Generator, max_new: int) -> list[int]:
-    """The pretraining distribution: 3–14 uniform words, a comma after a word with probability 0.2."""
+def random_response(
+    rng: np.random.Generator, max_new: int, cons: list[tuple] | None = None, copy_prob: float = 0.0
+) -> list[int]:
+    """The pretraining distribution: 3–14 uniform words, a comma after a word with probability 0.2. With
+    ``copy_prob`` each word named in the prompt (whatever its constraint) is also placed at a random position,
+    so the base model learns to copy from its context, as pretrained LMs do, but not when copying is wanted."""
+    words = [int(w) for w in rng.integers(len(WORDS), size=int(rng.integers(3, 15)))]
+    for _, w in cons or []:
+        if w is not None and rng.random() < copy_prob:
+            words[int(rng.integers(len(words)))] = w
     out: list[int] = []
-    for _ in range(int(rng.integers(3, 15))):
-        out.append(WORD0 + int(rng.integers(len(WORDS))))
+    for w in words:
+        out.append(WORD0 + w)
         if rng.random() < 0.2:
             out.append(COMMA)
     return [*out[: max_new - 1], EOS]
@@ -176,16 +184,16 @@ class IFBenchRLVR(Study):
         n_layers: int = 2
         max_constraints: int = 2
         max_new: int = 16
-        pretrain_steps: int = 600
+        pretrain_steps: int = 400
         pretrain_batch: int = 64
-        finetune_steps: int = 120
+        copy_prob: float = 0.5
+        finetune_steps: int = 150
         prompts_per_step: int = 16
         group: int = 8
         lr: float = 3e-3
-        finetune_lr: float = 1e-3
+        finetune_lr: float = 2e-3
         beta: float = 0.0
         eval_prompts: int = 200
-        model_path: str = ""  # full preset: a local transformers model directory (see docs)
 
         def validate(self) -> None:
             if self.group < 2:
@@ -194,11 +202,6 @@ class IFBenchRLVR(Study):
                 raise ValueError("max_new must be >= 16 (responses have up to 14 words, commas and an end token)")
             if not 1 <= self.max_constraints <= 3:
                 raise ValueError("max_constraints must be in 1..3")
-            if self.model_path:
-                raise ValueError(
-                    "model_path: the transformers-scale run is not wired into this study yet; use "
-                    "`genlab ifbench make-train` + `IFReward` with TRL's GRPOTrainer (docs/studies/ifbench-rlvr.md)"
-                )
 
     presets = {
         "smoke": {"seeds": 1, "pretrain_steps": 30, "finetune_steps": 4, "prompts_per_step": 4, "group": 4,
@@ -265,7 +268,8 @@ class IFBenchRLVR(Study):
         gen = ctx.torch_generator("sample", seed)
         plen = 2 + 2 * cfg.max_constraints
         model = TinyLM(VOCAB, cfg.d_model, 4, cfg.n_layers, max_len=plen + cfg.max_new)
-        self._train_ce(model, cfg, rng, cfg.pretrain_steps, cfg.lr, lambda c: random_response(rng, cfg.max_new), "any")
+        corpus = lambda c: random_response(rng, cfg.max_new, c, cfg.copy_prob)  # noqa: E731
+        self._train_ce(model, cfg, rng, cfg.pretrain_steps, cfg.lr, corpus, "any")
         base = copy.deepcopy(model)
         sft = copy.deepcopy(model)
         demos = lambda c: demonstration(rng, c, cfg.max_new)  # noqa: E731
