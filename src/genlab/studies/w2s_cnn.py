@@ -391,6 +391,7 @@ class W2SCNN(Study):
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
 
         m = metrics
         fig, ax = plt.subplots(1, 3, figsize=(16, 4.6))
@@ -434,6 +435,9 @@ class W2SCNN(Study):
         ax[2].set(xscale="log", xlabel="student samples n", ylabel="‖ν‖",
                   title="(c) hard-only error; text: SNR n p_b²‖ν‖⁴/(σ_p⁴d)")
         fig.colorbar(sc, ax=ax[2])
+        for axis in ax[1:]:
+            axis.set_xticks(s["n"], [str(n) for n in s["n"]])
+            axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         fig.suptitle(f"w2s-cnn — data model {m['data_model']} (reconstructed)", fontsize=9)
         fig.tight_layout()
         path = ctx.figures_dir / "w2s-cnn.png"
