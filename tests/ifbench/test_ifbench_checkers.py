@@ -204,3 +204,14 @@ def test_cached_emoji_set_equals_emoji_package():
     sample = [k for k in emoji.EMOJI_DATA if len(k) == 1] + [chr(rng.randrange(0x110000)) for _ in range(20000)]
     for ch in sample:
         assert _is_emoji(ch) == emoji.is_emoji(ch), hex(ord(ch))
+
+
+def test_cached_syllable_counts_equal_syllapy():
+    syllapy = pytest.importorskip("syllapy")
+    from genlab.ifbench.checks_ifbench import _syllables
+
+    rng = random.Random(0)
+    words = list(syllapy.WORD_DICT)[::97]
+    words += ["".join(rng.choice("abcdeéİ-'.1 xyzQ") for _ in range(rng.randint(0, 9))) for _ in range(3000)]
+    for w in words:
+        assert _syllables(w) == syllapy.count(w), w

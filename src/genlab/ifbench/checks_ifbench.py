@@ -534,7 +534,45 @@ def _pronouns(t, kw, fixed):
     return n >= kw["N"], f"{n} pronouns (needs at least {kw['N']})"
 
 
+@functools.cache
+def _syllable_dict() -> dict[str, int]:
+    """syllapy's word list (importing syllapy parses a 140k-row CSV, ~0.1 s); cached per installed version."""
+    import pickle
+    from importlib.metadata import version
+
+    from genlab.ifbench.langid import cache_dir
+
+    path = cache_dir() / f"syllapy-{version('syllapy')}.pickle"
+    try:
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError):
+        pass
+    import syllapy
+
+    d = dict(syllapy.WORD_DICT)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        with open(tmp, "wb") as f:
+            pickle.dump(d, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return d
+
+
+_HAS_DIGIT = re.compile(r"\d")
+
+
 def _syllables(word: str) -> int:
+    """``syllapy.count(word)``. Words in syllapy's list are answered from the cached list (the checker passes
+    lowercase words without ASCII punctuation, which syllapy's own normalisation leaves unchanged); any other
+    word goes to syllapy itself."""
+    if word == word.strip().lower().strip(PUNCT) and not _HAS_DIGIT.search(word):
+        n = _syllable_dict().get(word)
+        if n is not None:
+            return n
     import syllapy
 
     return syllapy.count(word)
