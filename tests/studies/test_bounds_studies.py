@@ -93,3 +93,12 @@ def test_margin_model_ratio_claim_skips_undefined_ratios():
     ev = smb._model_ratio_claim({"runs": runs})
     assert ev.held is True and ev.numbers["left_out"] == 1
     assert smb._model_ratio_claim({"runs": runs[1:]}).held is None
+
+
+def test_rank_sparse_claims_are_decided_per_seed():
+    good = {"schatten": [2.0, 3.0], "param_count": [4.0, 16.0]}
+    bad = {"schatten": [2.0, 20.0], "param_count": [4.0, 16.0]}
+    m = {"summary": {"synthetic": good}, "by_seed": [{"synthetic": good}, {"synthetic": bad}]}
+    ev = srs._largest(m, lambda q: q["schatten"][-1] < q["param_count"][-1], "param_count")
+    assert ev.held is None and ev.numbers["seeds_held"] == "1/2"  # seeds disagree: inconclusive
+    assert srs._growth(m).held is None

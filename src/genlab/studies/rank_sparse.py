@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
+from genlab.harness import Claim, Paper, RunContext, Study, by_seeds, evidence, register
 from genlab.measures import norm_bounds as nb
 
 NORM_BOUNDS = ("spectral", "frobenius", "pac_bayes", "path_norm")
@@ -94,7 +94,7 @@ class RankSparseBounds(Study):
         weight_decay: float = 0.1
         init_scale: float = 0.2  # small initialisation + weight decay: the low-rank ("rich") regime
         margin_slack: float = 0.01  # γ = the largest margin losing at most this fraction beyond the train errors
-        seeds: int = 1
+        seeds: int = 3
 
         def validate(self) -> None:
             if self.depth < 2:
@@ -105,7 +105,14 @@ class RankSparseBounds(Study):
                 raise ValueError("datasets must be among synthetic, digits")
 
     presets = {
-        "smoke": {"widths": (16, 32), "steps": 30, "n_train": 300, "n_test": 500, "datasets": ("synthetic", "digits")},
+        "smoke": {
+            "widths": (16, 32),
+            "steps": 30,
+            "n_train": 300,
+            "n_test": 500,
+            "seeds": 1,
+            "datasets": ("synthetic", "digits"),
+        },
         "quick": {},
         "full": {"widths": (64, 128, 256, 512, 1024), "n_train": 2000, "steps": 5000, "seeds": 3, "depth": 5},
     }
@@ -133,7 +140,8 @@ class RankSparseBounds(Study):
                     model = _mlp(xtr.shape[1], width, cfg.depth, n_cls, cfg.init_scale)
                     _train(model, xtr, ytr, cfg, ctx.seed_for("order", ds, width, seed))
                     out["runs"].append(self._measure(model, xtr, ytr, xte, yte, ds, width, seed, cfg, out, ctx))
-        out["summary"] = _summary(out["runs"], cfg)
+        out["summary"] = _summary(out["runs"], cfg.datasets)
+        out["by_seed"] = [_summary([r for r in out["runs"] if r["seed"] == s], cfg.datasets) for s in range(cfg.seeds)]
         return out
 
     def _measure(self, model, xtr, ytr, xte, yte, ds, width, seed, cfg, out, ctx) -> dict[str, Any]:
@@ -246,10 +254,10 @@ class RankSparseBounds(Study):
     ]
 
 
-def _summary(runs: list[dict[str, Any]], cfg) -> dict[str, dict[str, list[float]]]:
-    """Means over seeds per dataset and width."""
+def _summary(runs: list[dict[str, Any]], datasets) -> dict[str, dict[str, list[float]]]:
+    """Means over the given runs (all seeds, or one) per dataset and width."""
     out: dict[str, dict[str, list[float]]] = {}
-    for ds in cfg.datasets:
+    for ds in datasets:
         rows = [r for r in runs if r["data"] == ds]
         widths = sorted({r["width"] for r in rows})
         s: dict[str, list[float]] = {"width": [float(w) for w in widths]}
@@ -261,19 +269,26 @@ def _summary(runs: list[dict[str, Any]], cfg) -> dict[str, dict[str, list[float]
     return out
 
 
+def _per_seed(m) -> list[dict[str, dict[str, list[float]]]]:
+    return m.get("by_seed") or [m["summary"]]
+
+
 def _largest(m, test, *others):
+    """Per seed: does ``test`` hold on every dataset at the largest width? Numbers: means over seeds."""
     summ = m["summary"]
     nums = {f"{ds}_schatten": s["schatten"][-1] for ds, s in summ.items()}
     nums |= {f"{ds}_{k}": s[k][-1] for ds, s in summ.items() for k in others}
-    return evidence(all(test(s) for s in summ.values()), **nums)
+    return by_seeds([all(test(s) for s in seed.values()) for seed in _per_seed(m)], **nums)
 
 
 def _growth(m):
-    summ = m["summary"]
-    nums, held = {}, []
-    for ds, s in summ.items():
-        g_s = s["schatten"][-1] / s["schatten"][0]
-        g_p = s["param_count"][-1] / s["param_count"][0]
-        nums[f"{ds}_schatten_growth"], nums[f"{ds}_param_growth"] = g_s, g_p
-        held.append(g_s < g_p)
-    return evidence(all(held), **nums)
+    """Per seed: Schatten's growth factor from the smallest to the largest width < parameter counting's."""
+
+    def ratio(s, k):
+        return s[k][-1] / s[k][0]
+
+    nums = {}
+    for ds, s in m["summary"].items():
+        nums[f"{ds}_schatten_growth"], nums[f"{ds}_param_growth"] = ratio(s, "schatten"), ratio(s, "param_count")
+    held = [all(ratio(s, "schatten") < ratio(s, "param_count") for s in seed.values()) for seed in _per_seed(m)]
+    return by_seeds(held, **nums)
