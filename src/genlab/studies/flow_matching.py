@@ -1,0 +1,430 @@
+"""Study "flow-matching": closed-form flow matching (Bertrand, Gagneux, Massias, Emonet; arXiv 2506.03719).
+
+Four results at laptop scale, all on download-free data (docs/studies/flow-matching.md):
+
+1. target stochasticity collapses early in t, earlier as d grows (largest softmax weight of the empirical optimal
+   velocity u* vs t for Gaussian mixtures of d = 2 ... 1024, plus digits and moons for reference; no training);
+2. a CFM network departs from u* more as n grows (most at late t) and memorises at tiny n (copy fraction);
+3. the hybrid sampler (u* on [0, tau), the network after) shows when generalisation is decided;
+4. EFM with M in {16, 128, 512} is at least as good as CFM and OT-CFM on held-out metrics (>= 3 seeds).
+
+Every network of one run is trained side by side as one :class:`~genlab.nn.flow.EnsembleVelocityMLP` (members are
+independent; batching them is several times faster on CPU than a loop over models).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from genlab.harness import Claim, Paper, RunContext, Study, by_seeds, evidence, register
+
+
+def _curve_tstar(ts: list[float], maxw: list[float], level: float) -> float:
+    """First t where the mean max-weight reaches ``level`` (1.0 if never)."""
+    for t, w in zip(ts, maxw):
+        if w >= level:
+            return float(t)
+    return 1.0
+
+
+def _check_collapse(m: Mapping[str, Any]) -> Any:
+    dims = m["collapse"]["gmm_dims"]
+    tstar = [m["collapse"]["tstar"][f"gmm{d}"] for d in dims]
+    monotone = all(b <= a for a, b in zip(tstar, tstar[1:]))
+    return evidence(monotone and tstar[-1] < tstar[0], **{f"tstar_d{d}": t for d, t in zip(dims, tstar)})
+
+
+def _check_memorise(m: Mapping[str, Any]) -> Any:
+    ns = m["train"]["n_values"]
+    cf = m["train"]["copy_fraction"]  # [seed][n]
+    held = [c[0] >= 0.5 and c[-1] <= 0.05 for c in cf]
+    arr = np.array(cf)
+    return by_seeds(held, **{f"copy_n{n}": float(arr[:, i].mean()) for i, n in enumerate(ns)})
+
+
+def _check_approx(m: Mapping[str, Any]) -> Any:
+    err = np.array(m["train"]["approx_error"])  # [seed][n][t]
+    ts = m["train"]["error_ts"]
+    held = [bool(e[-1].mean() > e[0].mean() and int(np.argmax(e[-1])) == len(ts) - 1) for e in err]
+    return by_seeds(held, err_small_n=float(err[:, 0].mean()), err_large_n=float(err[:, -1].mean()),
+                    err_large_n_last_t=float(err[:, -1, -1].mean()), err_large_n_first_t=float(err[:, -1, 0].mean()))
+
+
+def _check_hybrid(m: Mapping[str, Any]) -> Any:
+    h = m["hybrid"]
+    taus = h["taus"]
+    held = []
+    for nn_d, cp in zip(h["nn_dist"], h["copy_fraction"]):
+        tol = 0.05 * nn_d[0]
+        monotone = all(b <= a + tol for a, b in zip(nn_d, nn_d[1:]))
+        early = [c for tau, c in zip(taus, cp) if tau <= 0.2 + 1e-9]
+        held.append(monotone and cp[-1] >= 0.95 and max(early) <= 0.05)
+    return by_seeds(held, tau_half_copy=float(np.mean(h["tau_half"])),
+                    copy_at_tau1=float(np.mean([c[-1] for c in h["copy_fraction"]])),
+                    nn_tau0=float(np.mean([d[0] for d in h["nn_dist"]])))
+
+
+def _check_efm(m: Mapping[str, Any]) -> Any:
+    c = m["compare"]
+    numbers: dict[str, float] = {}
+    ok = True
+    for metric in ("fd", "mmd"):
+        vals = {k: np.array(v[metric]) for k, v in c["methods"].items()}
+        base = min(("cfm", "otcfm"), key=lambda k: vals[k].mean())
+        for k, v in vals.items():
+            numbers[f"{metric}_{k}"] = float(v.mean())
+            if k.startswith("efm"):
+                spread = max(float(v.std()), float(vals[base].std()))
+                ok &= bool(v.mean() <= vals[base].mean() + spread)
+    return evidence(ok, note="EFM mean within one seed-std of (or below) the best of CFM/OT-CFM on both metrics",
+                    **numbers)
+
+
+@register
+class FlowMatching(Study):
+    name = "flow-matching"
+    paper = Paper(
+        "On the Closed-Form of Flow Matching: Generalization Does Not Arise from Target Stochasticity",
+        "arXiv:2506.03719",
+        "Bertrand, Gagneux, Massias, Emonet",
+    )
+    summary = ("The flow-matching target is nearly deterministic early in high dimension; training on the closed "
+               "form (EFM) does not hurt, and generalisation comes from the network failing to fit it.")
+
+    @dataclass
+    class Config:
+        dataset: str = "digits8"  # digits8 | digits16 | mnist1d | folder (with image_folder)
+        image_folder: str = ""
+        n_test: int = 500
+        n_values: tuple[int, ...] = (10, 100, 1000)  # 0 = the whole training split
+        n_compare: int = 1000
+        efm_banks: tuple[int, ...] = (16, 128, 512)
+        seeds: int = 3
+        width: int = 128
+        depth: int = 3
+        steps: int = 2500
+        batch: int = 64
+        lr: float = 3e-3  # cosine-decayed to 0
+        n_samples: int = 400
+        euler_steps: int = 40
+        taus: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+        error_ts: tuple[float, ...] = (0.05, 0.15, 0.3, 0.5, 0.7, 0.85, 0.95, 0.99)
+        error_points: int = 256
+        gmm_dims: tuple[int, ...] = (2, 16, 64, 256, 1024)
+        collapse_bank: int = 1000
+        collapse_pairs: int = 256
+        collapse_level: float = 0.9
+        classifier_steps: int = 1500
+
+        def validate(self) -> None:
+            if self.seeds < 1 or self.steps < 1 or self.n_samples < 2:
+                raise ValueError("seeds, steps must be >= 1 and n_samples >= 2")
+            if not self.n_values or any(n < 0 for n in self.n_values):
+                raise ValueError("n_values must be a non-empty tuple of sizes >= 1 (0 = all)")
+            if any(m < 2 for m in self.efm_banks):
+                raise ValueError("efm_banks entries must be >= 2 (M = 1 is plain CFM)")
+            if self.dataset == "folder" and not self.image_folder:
+                raise ValueError("dataset=folder needs image_folder=/path/to/images")
+            if any(not 0 <= t <= 1 for t in self.taus) or any(not 0 < t < 1 for t in self.error_ts):
+                raise ValueError("taus must lie in [0, 1] and error_ts in (0, 1)")
+
+    presets = {
+        "smoke": {"n_values": (10, 100), "n_compare": 100, "efm_banks": (16,), "seeds": 1, "steps": 30,
+                  "width": 32, "n_samples": 64, "euler_steps": 8, "taus": (0.0, 0.5, 1.0), "error_ts": (0.1, 0.9),
+                  "error_points": 32, "gmm_dims": (2, 64), "collapse_bank": 200, "collapse_pairs": 32,
+                  "classifier_steps": 50, "n_test": 200},
+        "quick": {},
+        "full": {"dataset": "digits16", "n_values": (10, 30, 100, 300, 1000, 0), "efm_banks": (16, 128, 512, 1024),
+                 "seeds": 5, "width": 512, "depth": 4, "steps": 50_000, "batch": 128, "lr": 1e-3,
+                 "n_samples": 1000, "euler_steps": 100, "error_points": 1024, "collapse_bank": 5000,
+                 "collapse_pairs": 1024, "classifier_steps": 5000, "n_compare": 0},
+    }
+
+    claims = [
+        Claim("target stochasticity collapses earlier in t as the dimension grows (t* of max-weight >= 0.9 "
+              "non-increasing over GMM d = 2..1024, and earlier at the largest d than at d = 2)", _check_collapse),
+        Claim("a CFM network memorises at tiny n (copy fraction >= 0.5 at the smallest n) but not at the largest "
+              "(<= 0.05)", _check_memorise),
+        Claim("the network departs from u* more as n grows, most at late t (error at the largest n exceeds the "
+              "smallest n's and peaks at the last t)", _check_approx),
+        Claim("hybrid sampler: using u* up to tau <= 0.2 leaves samples novel (copy <= 0.05); NN distance "
+              "non-increasing in tau; u* all the way copies (>= 0.95)", _check_hybrid),
+        Claim("EFM (M in efm_banks) is at least as good as CFM and OT-CFM on held-out Fréchet distance and MMD",
+              _check_efm),
+    ]
+
+    # ------------------------------------------------------------------------------------------------------
+    def run(self, cfg: FlowMatching.Config, ctx: RunContext) -> dict[str, Any]:
+        import torch
+
+        from genlab.data.images import load_dataset, subset
+        from genlab.harness.torch_setup import setup_torch
+        from genlab.measures.flow_matching import target_collapse
+        from genlab.measures.generative import (
+            classifier_accuracy,
+            copy_fraction,
+            denoising_psnr,
+            frechet_distance,
+            mmd_rbf,
+            nn_distances,
+            train_feature_classifier,
+        )
+        from genlab.nn.flow import (
+            EnsembleVelocityMLP,
+            FlowMember,
+            adaptive_sample,
+            closed_form_velocity,
+            euler_sample,
+            hybrid_velocity,
+            train_flow_ensemble,
+        )
+
+        setup_torch(1)
+        metrics: dict[str, Any] = {}
+
+        # -- 1. target collapse vs dimension (no training) -----------------------------------------------
+        ts = [round(x, 3) for x in np.linspace(0.0, 0.95, 20)]
+        collapse: dict[str, Any] = {"ts": ts, "gmm_dims": list(cfg.gmm_dims), "max_weight": {}, "cos_frac": {},
+                                    "tstar": {}}
+        sets = [f"gmm{d}" for d in cfg.gmm_dims] + ["moons", "digits8", "digits16"]
+        for name in sets:
+            ds = load_dataset(name, seed=ctx.seed_for("collapse", name) % 2**31, n_test=200)
+            x = torch.from_numpy(ds.x_train)
+            g = ctx.torch_generator("collapse", name)
+            bank = x[torch.randperm(len(x), generator=g)[: cfg.collapse_bank]]
+            x1 = bank[torch.randint(len(bank), (cfg.collapse_pairs,), generator=g)]
+            r = target_collapse(x1, bank, ts, g)
+            collapse["max_weight"][name] = r["max_weight"]
+            collapse["cos_frac"][name] = r["cos_frac"]
+            collapse["tstar"][name] = _curve_tstar(ts, r["max_weight"], cfg.collapse_level)
+        metrics["collapse"] = collapse
+        ctx.log("collapse t*: " + ", ".join(f"{k}={v:.2f}" for k, v in collapse["tstar"].items()))
+
+        # -- data, subsets, members -------------------------------------------------------------------------
+        data = load_dataset(cfg.dataset, seed=ctx.seed_for("data") % 2**31, n_test=cfg.n_test,
+                            image_folder=cfg.image_folder)
+        x_test = torch.from_numpy(data.x_test)
+        n_all = len(data.x_train)
+        n_values = [n if 0 < n < n_all else n_all for n in cfg.n_values]
+        n_cmp = cfg.n_compare if 0 < cfg.n_compare < n_all else n_all
+        members: list[FlowMember] = []
+        key: list[tuple[str, int, int]] = []  # (method, n, seed)
+        subsets: dict[tuple[int, int], torch.Tensor] = {}
+        for s in range(cfg.seeds):
+            for n in sorted(set([*n_values, n_cmp])):
+                sub = subset(data, n, ctx.rng("subset", s, n))
+                subsets[(n, s)] = torch.from_numpy(sub.x_train)
+            for n in n_values:
+                members.append(FlowMember(subsets[(n, s)], "cfm"))
+                key.append(("cfm", n, s))
+            if n_cmp not in n_values:
+                members.append(FlowMember(subsets[(n_cmp, s)], "cfm"))
+                key.append(("cfm", n_cmp, s))
+            members.append(FlowMember(subsets[(n_cmp, s)], "otcfm"))
+            key.append(("otcfm", n_cmp, s))
+            for m_bank in cfg.efm_banks:
+                members.append(FlowMember(subsets[(n_cmp, s)], "efm", m_bank))
+                key.append((f"efm{m_bank}", n_cmp, s))
+        index = {k: i for i, k in enumerate(key)}
+        ctx.log(f"training {len(members)} flow models side by side ({cfg.steps} steps, d={data.dim})")
+
+        g = ctx.torch_generator("train")
+        model = EnsembleVelocityMLP(len(members), data.dim, cfg.width, cfg.depth, generator=g)
+        import time
+
+        t0 = time.perf_counter()
+
+        def log(step: int, losses: list[float]) -> None:
+            ctx.record(step=step, **{f"loss/{m}/n{n}/s{s}": v for (m, n, s), v in zip(key, losses)})
+
+        train_flow_ensemble(model, members, cfg.steps, g, batch=cfg.batch, lr=cfg.lr,
+                            log_every=max(cfg.steps // 20, 1), on_log=log)
+        metrics["train_seconds"] = time.perf_counter() - t0
+
+        # feature classifier for the FID-like score (trained on the whole training split)
+        clf = train_feature_classifier(data.x_train, data.y_train, ctx.torch_generator("clf"),
+                                       steps=cfg.classifier_steps) if (data.y_train >= 0).all() else None
+        f_test = clf.features(data.x_test) if clf is not None else None
+        if clf is not None:
+            metrics["classifier_test_acc"] = classifier_accuracy(clf, data.x_test, data.y_test)
+        mmd_h = None
+        z = torch.cat([x_test[:200], torch.from_numpy(data.x_train[:200])])
+        mmd_h = float(torch.cdist(z, z).median())  # one shared bandwidth for every model
+
+        def sample(i: int, s: int) -> torch.Tensor:
+            x0 = torch.randn(cfg.n_samples, data.dim, generator=ctx.torch_generator("x0", s))
+            return euler_sample(model.member(i), x0, cfg.euler_steps)
+
+        def quality(xs: torch.Tensor, train: torch.Tensor) -> dict[str, float]:
+            d1, d2 = nn_distances(xs, train)
+            out = {"nn_dist": float(d1.mean()), "copy": copy_fraction(d1, d2),
+                   "mmd": mmd_rbf(xs, x_test, bandwidth=mmd_h)}
+            if clf is not None:
+                out["fd"] = frechet_distance(clf.features(xs.numpy()), f_test)
+            return out
+
+        # -- 2. memorisation and approximation error vs n -------------------------------------------------
+        tr: dict[str, Any] = {"n_values": n_values, "error_ts": list(cfg.error_ts), "copy_fraction": [],
+                              "nn_dist": [], "mmd": [], "approx_error": [], "psnr_train": [], "psnr_test": []}
+        psnr_ts = (0.3, 0.5, 0.7)
+        tr["psnr_ts"] = list(psnr_ts)
+        samples_show: dict[str, list] = {}
+        for s in range(cfg.seeds):
+            row_c, row_d, row_m, row_e, row_pt, row_pv = [], [], [], [], [], []
+            for n in n_values:
+                i = index[("cfm", n, s)]
+                xn = subsets[(n, s)]
+                q = quality(sample(i, s), xn)
+                row_c.append(q["copy"])
+                row_d.append(q["nn_dist"])
+                row_m.append(q["mmd"])
+                ge = ctx.torch_generator("err", s, n)
+                x1 = xn[torch.randint(len(xn), (cfg.error_points,), generator=ge)]
+                x0 = torch.randn(x1.shape, generator=ge)
+                errs = []
+                ustar = closed_form_velocity(xn)
+                for t in cfg.error_ts:
+                    tt = torch.full((len(x1),), float(t))
+                    xt = (1 - t) * x0 + t * x1
+                    errs.append(float((model.member(i)(xt, tt) - ustar(xt, tt)).pow(2).mean()))
+                row_e.append(errs)
+                vel = model.member(i)
+
+                def denoise(xt: torch.Tensor, tt: torch.Tensor, vel=vel) -> torch.Tensor:
+                    return xt + (1 - tt[:, None]) * vel(xt, tt)
+
+                k = min(len(xn), 300)
+                row_pt.append(denoising_psnr(denoise, xn[:k], psnr_ts, ctx.torch_generator("psnr", s)))
+                row_pv.append(denoising_psnr(denoise, x_test[:300], psnr_ts, ctx.torch_generator("psnr", s)))
+                if s == 0:
+                    samples_show[f"cfm_n{n}"] = sample(i, s)[:16].tolist()
+            for name, row in zip(("copy_fraction", "nn_dist", "mmd", "approx_error", "psnr_train", "psnr_test"),
+                                 (row_c, row_d, row_m, row_e, row_pt, row_pv)):
+                tr[name].append(row)
+        d1, _ = nn_distances(x_test, torch.from_numpy(data.x_train))
+        tr["test_to_train_nn_dist"] = float(d1.mean())
+        metrics["train"] = tr
+        ctx.log("copy fraction by n (seed 0): " + ", ".join(f"{n}:{c:.2f}" for n, c in zip(n_values,
+                                                                                        tr["copy_fraction"][0])))
+
+        # -- 3. hybrid sampler on the n_compare CFM model --------------------------------------------------
+        hy: dict[str, Any] = {"taus": list(cfg.taus), "n": n_cmp, "nn_dist": [], "copy_fraction": [], "tau_half": []}
+        for s in range(cfg.seeds):
+            xn = subsets[(n_cmp, s)]
+            net = model.member(index[("cfm", n_cmp, s)])
+            ustar = closed_form_velocity(xn)
+            x0 = torch.randn(cfg.n_samples, data.dim, generator=ctx.torch_generator("x0", s))
+            nd, cp = [], []
+            for tau in cfg.taus:
+                xs = euler_sample(hybrid_velocity(ustar, net, tau), x0, cfg.euler_steps)
+                a, b = nn_distances(xs, xn)
+                nd.append(float(a.mean()))
+                cp.append(copy_fraction(a, b))
+            hy["nn_dist"].append(nd)
+            hy["copy_fraction"].append(cp)
+            hy["tau_half"].append(next((t for t, c in zip(cfg.taus, cp) if c >= 0.5), 1.0))
+        metrics["hybrid"] = hy
+
+        # -- 4. EFM vs CFM vs OT-CFM on held-out metrics ----------------------------------------------------
+        names = ["cfm", "otcfm"] + [f"efm{m}" for m in cfg.efm_banks]
+        cmp_: dict[str, Any] = {"n": n_cmp, "methods": {k: {"fd": [], "mmd": [], "nn_dist": [], "copy": []}
+                                                       for k in names}}
+        for s in range(cfg.seeds):
+            for k in names:
+                i = index[(k, n_cmp, s)]
+                xs = sample(i, s)
+                q = quality(xs, subsets[(n_cmp, s)])
+                for mk in ("mmd", "nn_dist", "copy"):
+                    cmp_["methods"][k][mk].append(q[mk])
+                cmp_["methods"][k]["fd"].append(q.get("fd", float("nan")))
+                if s == 0:
+                    samples_show[k] = xs[:16].tolist()
+        # reference: held-out images themselves scored against the test set (a floor for the FD / MMD)
+        ref = torch.from_numpy(data.x_train[: cfg.n_samples])
+        cmp_["reference_train_images"] = {"mmd": mmd_rbf(ref, x_test, bandwidth=mmd_h),
+                                          "fd": frechet_distance(clf.features(ref.numpy()), f_test)
+                                          if clf is not None else float("nan")}
+        metrics["compare"] = cmp_
+
+        # adaptive vs Euler sampling on one model (NFE and agreement)
+        i = index[("cfm", n_cmp, 0)]
+        x0 = torch.randn(cfg.n_samples, data.dim, generator=ctx.torch_generator("x0", 0))
+        xa, nfe = adaptive_sample(model.member(i), x0, rtol=1e-3, atol=1e-3)
+        xe = euler_sample(model.member(i), x0, cfg.euler_steps)
+        metrics["sampler"] = {"adaptive_nfe": nfe, "euler_steps": cfg.euler_steps,
+                              "euler_vs_adaptive_rms": float((xa - xe).pow(2).mean().sqrt())}
+        metrics["samples"] = samples_show
+        metrics["shape"] = list(data.shape)
+        return metrics
+
+    # ------------------------------------------------------------------------------------------------------
+    def figures(self, metrics: Mapping[str, Any], ctx: RunContext) -> list[Path]:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        c, tr, hy, cm = metrics["collapse"], metrics["train"], metrics["hybrid"], metrics["compare"]
+        fig, ax = plt.subplots(1, 4, figsize=(17, 3.8))
+        for name, w in c["max_weight"].items():
+            style = "-" if name.startswith("gmm") else "--"
+            ax[0].plot(c["ts"], w, style, label=f"{name} (t*={c['tstar'][name]:.2f})")
+        ax[0].set(xlabel="t", ylabel="mean max softmax weight of u*", title="(1) target collapse vs dimension")
+        ax[0].legend(fontsize=6)
+        err = np.array(tr["approx_error"])
+        for j, n in enumerate(tr["n_values"]):
+            mu, sd = err[:, j].mean(0), err[:, j].std(0)
+            ax[1].errorbar(tr["error_ts"], mu, sd, label=f"n={n}", capsize=2)
+        ax[1].set(xlabel="t", ylabel="||u_θ − u*||² / d", yscale="log", title="(2) CFM net vs closed form")
+        cp = np.array(tr["copy_fraction"])
+        ax1b = ax[1].inset_axes([0.12, 0.55, 0.35, 0.38])
+        ax1b.errorbar(tr["n_values"], cp.mean(0), cp.std(0), marker="o", capsize=2, color="k")
+        ax1b.set_xscale("log")
+        ax1b.set_title("copy fraction vs n", fontsize=7)
+        ax1b.tick_params(labelsize=6)
+        ax[1].legend(fontsize=7, loc="lower right")
+        nd, hc = np.array(hy["nn_dist"]), np.array(hy["copy_fraction"])
+        ax[2].errorbar(hy["taus"], nd.mean(0), nd.std(0), marker="o", capsize=2, label="NN distance to train")
+        ax2 = ax[2].twinx()
+        ax2.errorbar(hy["taus"], hc.mean(0), hc.std(0), marker="s", color="C3", capsize=2, label="copy fraction")
+        ax2.set_ylabel("copy fraction", color="C3")
+        ax[2].axhline(tr["test_to_train_nn_dist"], ls=":", color="gray", label="held-out → train NN dist")
+        ax[2].set(xlabel="τ (u* on [0, τ), network after)", ylabel="NN distance",
+                  title=f"(3) hybrid sampler, n={hy['n']}")
+        ax[2].legend(fontsize=7, loc="lower left")
+        names = list(cm["methods"])
+        pos = np.arange(len(names))
+        for off, metric, col in ((-0.2, "fd", "C0"), (0.2, "mmd", "C1")):
+            vals = np.array([cm["methods"][k][metric] for k in names])
+            scale = vals.mean(1).max() or 1.0
+            ax[3].bar(pos + off, vals.mean(1) / scale, 0.4, yerr=vals.std(1) / scale, color=col, capsize=2,
+                      label=f"{metric} (÷{scale:.3g})")
+        ax[3].set_xticks(pos, names, fontsize=8)
+        ax[3].set(ylabel="held-out score (lower is better)", title=f"(4) EFM vs CFM vs OT-CFM, n={cm['n']}")
+        ax[3].legend(fontsize=7)
+        fig.tight_layout()
+        paths = [ctx.figures_dir / "flow-matching.png"]
+        fig.savefig(paths[0], dpi=90)
+        plt.close(fig)
+
+        shape = metrics.get("shape", [])
+        if len(shape) == 3 and shape[0] == 1:
+            rows = list(metrics["samples"])
+            fig, axs = plt.subplots(len(rows), 1, figsize=(8, 0.6 * len(rows) + 0.3))
+            for a, k in zip(np.atleast_1d(axs), rows):
+                imgs = np.array(metrics["samples"][k]).reshape(-1, shape[1], shape[2])[:16]
+                a.imshow(np.concatenate(list(imgs), axis=1), cmap="gray", vmin=-1, vmax=1)
+                a.set_ylabel(k, rotation=0, ha="right", fontsize=7)
+                a.set_xticks([])
+                a.set_yticks([])
+            fig.tight_layout()
+            p = ctx.figures_dir / "flow-matching-samples.png"
+            fig.savefig(p, dpi=90)
+            plt.close(fig)
+            paths.append(p)
+        return paths
