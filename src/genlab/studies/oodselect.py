@@ -1,0 +1,487 @@
+"""OODSelect study: accuracy-on-the-line holds on a full OOD set but breaks on selected subsets.
+
+Salaudeen et al., *Aggregation Hides Out-of-Distribution Generalization Failures from Spurious Correlations*,
+arXiv:2510.24884 (NeurIPS 2025). A pool of small models (linear, 1- and 2-hidden-layer MLPs of widths 16-256,
+L2, data fractions, colour-randomisation rates that set how much each model relies on a planted spurious colour,
+several checkpoints per run) is trained on spurious-feature digits (:func:`genlab.data.shifts.spurious_digits`).
+The OOD set hides a reversed subgroup. The tool :mod:`genlab.measures.oodselect` then selects subsets on 60% of
+the *runs* and every correlation in the claims is read on held-out runs.
+
+The pool trains in shards (one per architecture) on a spawn-context process pool, one torch thread per worker;
+each shard trains all its models at once as a batched ensemble. The pool is cached on disk under
+``cache_dir`` (default: the run directory) in a file named by the hash of the pool's config and seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from genlab.harness import Claim, Paper, RunContext, Study, by_seeds, register
+
+# ---------------------------------------------------------------------------------------------------------------
+# the model pool
+# ---------------------------------------------------------------------------------------------------------------
+FAMILIES = ("linear", "mlp1", "mlp2")
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    runs: int = 100
+    checkpoints: tuple[int, ...] = (100, 300)
+    batch: int = 64
+    lr: float = 1e-2
+    widths: tuple[int, ...] = (16, 32, 64)
+    pixel_noise: float = 0.7
+    p_neutral: float = 0.85  # < 0: the colour channel is absent on neutral OOD examples
+    spurious_scale: float = 2.0
+    seed: int = 0
+
+    def key(self) -> str:
+        payload = json.dumps(asdict(self), sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+def draw_runs(pc: PoolConfig) -> list[dict[str, Any]]:
+    """Per-run hyper-parameters (seeded): family, width, L2, data fraction and colour-randomisation rate q."""
+    rng = np.random.default_rng(np.random.SeedSequence([pc.seed, 0xB001]))
+    runs = []
+    for i in range(pc.runs):
+        family = FAMILIES[i % len(FAMILIES)]
+        runs.append(
+            {
+                "run": i,
+                "family": family,
+                "width": 0 if family == "linear" else int(rng.choice(pc.widths)),
+                "l2": float(rng.choice([0.0, 1e-4, 1e-3])),
+                "frac": float(rng.choice([0.5, 0.75, 1.0])),
+                "q": float(rng.uniform(0.0, 1.0)),  # probability that the colour is replaced by a random one
+                "seed": int(rng.integers(2**31)),
+            }
+        )
+    return runs
+
+
+def _shards(runs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    by: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for r in runs:
+        by.setdefault((r["family"], r["width"]), []).append(r)
+    return [by[k] for k in sorted(by)]
+
+
+def train_shard(
+    runs: list[dict[str, Any]], data: dict[str, np.ndarray], pc: PoolConfig
+) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """Train a shard of same-architecture models as one batched ensemble (bmm over models).
+
+    Each model has its own init, data subset (fraction ``frac`` of the training set), L2 and colour-randomisation
+    rate ``q`` (per example and step the colour one-hot is replaced by a uniformly random class with
+    probability q, so q sets how predictive - and so how relied upon - the colour is in that model's training).
+    Returns (run ids, correct (B, C, N_ood) bool at each checkpoint, ID accuracy (B, C)).
+    """
+    import torch
+
+    from genlab.harness.torch_setup import setup_torch
+
+    setup_torch(1)
+    b = len(runs)
+    family, width = runs[0]["family"], runs[0]["width"]
+    xtr = torch.as_tensor(data["x_train"])
+    ytr = torch.as_tensor(data["y_train"])
+    xid, yid = torch.as_tensor(data["x_id"]), torch.as_tensor(data["y_id"])
+    xood, yood = torch.as_tensor(data["x_ood"]), torch.as_tensor(data["y_ood"])
+    n, d = xtr.shape
+    n_core, k = int(data["n_core"]), int(data["n_classes"])
+    gen = torch.Generator().manual_seed(int(runs[0]["seed"]))
+    sizes = [d] + ([width] if family == "mlp1" else [width, width] if family == "mlp2" else []) + [k]
+    params = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        bound = 1.0 / math.sqrt(fan_in)
+        params.append((torch.rand(b, fan_in, fan_out, generator=gen) * 2 - 1).mul_(bound).requires_grad_(True))
+        params.append(torch.zeros(b, 1, fan_out, requires_grad=True))
+    opt = torch.optim.Adam(params, lr=pc.lr)
+    l2 = torch.tensor([r["l2"] for r in runs])
+    q = torch.tensor([r["q"] for r in runs])[:, None]
+    sub = torch.stack([torch.randperm(n, generator=gen) for _ in range(b)])  # (b, n); model i uses sub[i, :n_i]
+    n_sub = torch.tensor([max(k, round(r["frac"] * n)) for r in runs])[:, None]
+    onehot = torch.eye(k) * float(data["spurious_scale"])
+
+    def forward(x: torch.Tensor) -> torch.Tensor:  # x (b, m, d) -> logits (b, m, k)
+        h = x
+        for i in range(0, len(params), 2):
+            h = torch.baddbmm(params[i + 1], h, params[i])
+            if i + 2 < len(params):
+                h = torch.relu(h)
+        return h
+
+    def evaluate() -> tuple[np.ndarray, np.ndarray]:
+        with torch.no_grad():
+            acc_id = (forward(xid.expand(b, -1, -1)).argmax(-1) == yid).float().mean(1)
+            cor = forward(xood.expand(b, -1, -1)).argmax(-1) == yood
+        return cor.numpy(), acc_id.numpy()
+
+    cors, accs = [], []
+    last = max(pc.checkpoints)
+    for step in range(1, last + 1):
+        pos = (torch.rand(b, pc.batch, generator=gen) * n_sub).long()
+        idx = sub.gather(1, pos)  # (b, batch)
+        xb = xtr[idx].clone()
+        swap = torch.rand(b, pc.batch, generator=gen) < q
+        rand_col = onehot[torch.randint(0, k, (b, pc.batch), generator=gen)]
+        xb[..., n_core:] = torch.where(swap[..., None], rand_col, xb[..., n_core:])
+        logits = forward(xb)
+        ce = torch.nn.functional.cross_entropy(logits.reshape(-1, k), ytr[idx].reshape(-1), reduction="none")
+        reg = sum((p * p).sum((1, 2)) for p in params[0::2])
+        loss = (ce.reshape(b, -1).mean(1) + l2 * reg).sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if step in pc.checkpoints:
+            c, a = evaluate()
+            cors.append(c)
+            accs.append(a)
+    return [r["run"] for r in runs], np.stack(cors, 1), np.stack(accs, 1)
+
+
+def _init_worker() -> None:
+    from genlab.harness.torch_setup import setup_torch
+
+    setup_torch(1)
+
+
+def build_pool(
+    pc: PoolConfig, workers: int = 2, cache_dir: Path | None = None, log: Any = None
+) -> dict[str, np.ndarray]:
+    """Train (or load from cache) the model pool. Returns arrays: correct (M, N) bool, id_acc (M,), run (M,) group
+    ids, step (M,), q (M,) colour-randomisation rate, group_ood (N,) and the run table as JSON."""
+    from genlab.data.shifts import spurious_digits
+
+    path = None
+    if cache_dir is not None:
+        path = Path(cache_dir) / f"oodselect_pool_{pc.key()}.npz"
+        if path.exists():
+            with np.load(path, allow_pickle=False) as f:
+                if log:
+                    log(f"model pool loaded from cache {path}")
+                return {k: f[k] for k in f.files}
+    sd = spurious_digits(seed=pc.seed, pixel_noise=pc.pixel_noise, spurious_scale=pc.spurious_scale,
+                         p_neutral=None if pc.p_neutral < 0 else pc.p_neutral)
+    data = {
+        "x_train": sd.x_train, "y_train": sd.y_train, "x_id": sd.x_id, "y_id": sd.y_id,
+        "x_ood": sd.x_ood, "y_ood": sd.y_ood, "n_core": np.int64(sd.n_core), "n_classes": np.int64(sd.n_classes),
+        "spurious_scale": np.float64(pc.spurious_scale),
+    }
+    runs = draw_runs(pc)
+    shards = _shards(runs)
+    if workers > 1:
+        import multiprocessing as mp
+
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init_worker) as ex:
+            results = list(ex.map(train_shard, shards, [data] * len(shards), [pc] * len(shards)))
+    else:
+        results = [train_shard(s, data, pc) for s in shards]
+    ids = np.concatenate([np.asarray(r[0]) for r in results])
+    cor = np.concatenate([r[1] for r in results])  # (runs, C, N)
+    acc = np.concatenate([r[2] for r in results])  # (runs, C)
+    order = np.argsort(ids)
+    ids, cor, acc = ids[order], cor[order], acc[order]
+    n_c = len(pc.checkpoints)
+    qs = np.array([runs[i]["q"] for i in ids])
+    pool = {
+        "correct": cor.reshape(-1, cor.shape[-1]),
+        "id_acc": acc.reshape(-1),
+        "run": np.repeat(ids, n_c),
+        "step": np.tile(np.asarray(sorted(pc.checkpoints)), len(ids)),
+        "q": np.repeat(qs, n_c),
+        "group_ood": sd.group_ood,
+        "misleading_ood": sd.misleading_ood,
+        "runs_json": np.asarray(json.dumps(runs)),
+    }
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.stem + ".tmp.npz")
+        np.savez_compressed(tmp, **pool)
+        tmp.replace(path)
+    return pool
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the study
+# ---------------------------------------------------------------------------------------------------------------
+def _seed_rows(m: Any) -> list[dict[str, Any]]:
+    return m["seeds"]
+
+
+def _small_ks(m: Any) -> list[int]:
+    """Indices of subset sizes at or below the planted subgroup's size."""
+    return [i for i, f in enumerate(m["k_fractions"]) if f <= m["planted_fraction"] + 1e-9]
+
+
+def _claim_full(m: Any):
+    rs = [s["r_full_test"] for s in _seed_rows(m)]
+    return by_seeds([r > 0.3 for r in rs], r_full_test=rs)
+
+
+def _claim_selected(m: Any):
+    small = _small_ks(m)
+    worst = [max(s["r_selected_test"][i] for i in small) for s in _seed_rows(m)]
+    return by_seeds([w < -0.5 for w in worst], max_r_selected_test_up_to_planted=worst,
+                    ks=[m["ks"][i] for i in small])
+
+
+def _claim_random(m: Any):
+    lo = [min(s["r_random_mean"]) for s in _seed_rows(m)]
+    return by_seeds([v > 0.3 for v in lo], min_mean_r_random=lo)
+
+
+def _claim_precision(m: Any):
+    small = _small_ks(m)
+    enr = [min(s["precision"][i] for i in small) / m["planted_fraction"] for s in _seed_rows(m)]
+    return by_seeds([e >= 2.0 for e in enr], min_enrichment=enr, base_rate=m["planted_fraction"])
+
+
+def _claim_beats_greedy(m: Any):
+    small = _small_ks(m)
+    diffs = [float(np.mean([s["r_selected_test"][i] - s["r_greedy_test"][i] for i in small])) for s in _seed_rows(m)]
+    mean = float(np.mean(diffs))
+    # informative only: held when OODSelect is at least as negative as greedy on held-out models for every seed
+    return by_seeds([d <= 0.05 for d in diffs], mean_r_selected_minus_greedy=mean, per_seed=diffs)
+
+
+@register
+class OODSelectStudy(Study):
+    name = "oodselect"
+    paper = Paper(
+        "Aggregation Hides Out-of-Distribution Generalization Failures from Spurious Correlations",
+        "arXiv:2510.24884",
+        "Salaudeen, Zhang, Alhamoud, Beery, Ghassemi",
+    )
+    summary = (
+        "A pool of small digit classifiers shows accuracy-on-the-line on a full OOD set, yet OODSelect finds "
+        "subsets (enriched in a planted reversed-spurious subgroup) where held-out models fall on the inverse line."
+    )
+
+    @dataclass
+    class Config:
+        runs: int = 100  # training runs; x len(checkpoints) models
+        checkpoints: tuple[int, ...] = (100, 300)
+        pixel_noise: float = 0.7
+        p_neutral: float = 0.85  # P(colour = label) on neutral OOD examples; < 0: colour absent there
+        spurious_scale: float = 2.0  # magnitude of the colour one-hot (larger = learned faster)
+        lr: float = 1e-2  # Adam learning rate of the pool
+        pool_seeds: int = 3  # independent pools (data + models)
+        split_seeds: int = 1  # model splits (and selection inits) per pool
+        k_fractions: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 0.75)
+        steps: int = 800
+        lrs: tuple[float, ...] = (0.03, 0.3)
+        lams: tuple[float, ...] = (0.3, 3.0)
+        n_random: int = 100
+        workers: int = 2
+        cache_dir: str = ""  # "" = the run directory
+
+        def validate(self) -> None:
+            if self.runs < 10:
+                raise ValueError("runs must be >= 10 (the split needs >= 3 test runs)")
+            if not self.checkpoints or min(self.checkpoints) < 1:
+                raise ValueError("checkpoints must be positive step counts")
+            if not all(0 < f < 1 for f in self.k_fractions):
+                raise ValueError("k_fractions must lie in (0, 1)")
+            if self.pool_seeds < 1 or self.split_seeds < 1:
+                raise ValueError("pool_seeds and split_seeds must be >= 1")
+
+    presets = {
+        "smoke": {"runs": 15, "checkpoints": (20, 60), "pool_seeds": 1, "split_seeds": 1, "steps": 60,
+                  "n_random": 20, "k_fractions": (0.1, 0.25, 0.5), "workers": 1, "lrs": (0.3,), "lams": (1.0,)},
+        "quick": {},
+        "full": {"runs": 300, "checkpoints": (100, 300, 1000), "pool_seeds": 5, "split_seeds": 3,
+                 "steps": 3000, "lrs": (0.01, 0.03, 0.1, 0.3, 1.0), "lams": (0.1, 1.0, 10.0, 100.0),
+                 "n_random": 1000, "workers": 8},
+    }
+
+    claims = [
+        Claim("accuracy-on-the-line on the full OOD set: probit r > 0.3 on held-out models", _claim_full),
+        Claim("OODSelect subsets up to the planted subgroup's size: probit r < -0.5 on held-out models",
+              _claim_selected),
+        Claim("random subsets of the same sizes stay on the line: mean r > 0.3 at every k", _claim_random),
+        Claim("the selection is enriched in the planted reversed subgroup: precision >= 2x its base rate",
+              _claim_precision),
+        Claim("OODSelect is at least as negative as the greedy baseline on held-out models (within 0.05)",
+              _claim_beats_greedy),
+    ]
+
+    def run(self, cfg: OODSelectStudy.Config, ctx: RunContext) -> dict:
+        from genlab.data.shifts import REVERSED
+        from genlab.measures.oodselect import run_oodselect, subset_correlation
+
+        cache = Path(cfg.cache_dir) if cfg.cache_dir else ctx.out_dir
+        rows, pools_meta = [], []
+        for ps in range(cfg.pool_seeds):
+            pc = PoolConfig(runs=cfg.runs, checkpoints=tuple(sorted(cfg.checkpoints)), pixel_noise=cfg.pixel_noise,
+                            p_neutral=cfg.p_neutral, spurious_scale=cfg.spurious_scale, lr=cfg.lr,
+                            seed=ctx.seed_for("pool", ps))
+            pool = build_pool(pc, workers=cfg.workers, cache_dir=cache, log=ctx.log)
+            cor, acc, grp = pool["correct"].astype(np.float64), pool["id_acc"], pool["group_ood"]
+            rev = grp == REVERSED
+            n = cor.shape[1]
+            # descriptive: does colour reliance (low q) trade reversed-subgroup accuracy for ID accuracy?
+            r_rev_all = float(subset_correlation(cor, acc, rev))
+            pools_meta.append({
+                "n_models": int(cor.shape[0]), "n_runs": int(len(np.unique(pool["run"]))), "n_examples": int(n),
+                "id_acc_min": float(acc.min()), "id_acc_max": float(acc.max()),
+                "ood_acc_mean": float(cor.mean()), "r_reversed_all_models": r_rev_all,
+                "corr_q_id_acc": float(np.corrcoef(pool["q"], acc)[0, 1]),
+            })
+            ctx.log(f"pool {ps}: {cor.shape[0]} models x {n} OOD examples; ID acc {acc.min():.2f}-{acc.max():.2f}")
+            for ss in range(cfg.split_seeds):
+                seed = ctx.seed_for("split", ps, ss)
+                rep = run_oodselect(cor, acc, cfg.k_fractions, groups=pool["run"], seed=seed, lrs=cfg.lrs,
+                                    lams=cfg.lams, steps=cfg.steps, n_random=cfg.n_random)
+                r2 = run_oodselect(cor, acc, cfg.k_fractions[:3], groups=pool["run"], seed=seed, lrs=cfg.lrs,
+                                   lams=cfg.lams, steps=cfg.steps, n_random=1, loss="r2", greedy=False)
+                prec = [float(rev[s.indices].mean()) for s in rep.selections]
+                mis = pool["misleading_ood"]
+                rec = [float(rev[s.indices].sum() / max(rev.sum(), 1)) for s in rep.selections]
+                row = {
+                    "pool": ps, "split": ss,
+                    "r_full_test": rep.r_full["test"], "r_full_train": rep.r_full["train"],
+                    "r_selected_test": [rep.r_selected[k]["test"] for k in rep.ks],
+                    "r_selected_val": [rep.r_selected[k].get("val", float("nan")) for k in rep.ks],
+                    "r_selected_train": [rep.r_selected[k]["train"] for k in rep.ks],
+                    "r_greedy_test": [rep.r_greedy[k]["test"] for k in rep.ks],
+                    "r_random_mean": [rep.r_random[k]["mean"] for k in rep.ks],
+                    "r_random_sd": [rep.r_random[k]["sd"] for k in rep.ks],
+                    "r_reversed_test": float(subset_correlation(cor[rep.split.test], acc[rep.split.test], rev)),
+                    "r2_selected_test": [r2.r_selected[k]["test"] for k in r2.ks],
+                    "precision": prec, "recall": rec,
+                    "precision_misleading": [float(mis[s.indices].mean()) for s in rep.selections],
+                    "greedy_precision": [float(rev[rep.greedy_indices[k]].mean()) for k in rep.ks],
+                    "hparams": [s.hparams for s in rep.selections],
+                    "n_test_models": len(rep.split.test),
+                }
+                rows.append(row)
+                ctx.record(**{k: v for k, v in row.items() if k != "hparams"})
+                ctx.log(f"pool {ps} split {ss}: r_full={row['r_full_test']:+.2f} selected="
+                        + " ".join(f"{r:+.2f}" for r in row["r_selected_test"])
+                        + " random=" + " ".join(f"{r:+.2f}" for r in row["r_random_mean"]))
+                if ps == 0 and ss == 0:
+                    first = rep.to_dict()
+                    te = rep.split.test
+                    rng = ctx.rng("scatter")
+                    scatter = {
+                        "id_acc": acc[te],
+                        "full": cor[te].mean(1),
+                        "selected": {str(s.k): cor[np.ix_(te, s.indices)].mean(1) for s in rep.selections},
+                        "random": {str(k): cor[np.ix_(te, rng.permutation(n)[:k])].mean(1) for k in rep.ks},
+                    }
+        planted = float(np.mean(pool["group_ood"] == REVERSED))
+        misleading_rate = float(np.mean(pool["misleading_ood"]))
+        ks = first["per_k"]
+        return {
+            "ks": [r["k"] for r in ks],
+            "k_fractions": [r["fraction"] for r in ks],
+            "planted_fraction": planted,
+            "misleading_fraction": misleading_rate,
+            "pools": pools_meta,
+            "seeds": rows,
+            "mean": {
+                key: np.mean([r[key] for r in rows], axis=0).tolist()
+                for key in ("r_full_test", "r_selected_test", "r_greedy_test", "r_random_mean", "precision",
+                            "precision_misleading",
+                            "greedy_precision", "r2_selected_test")
+            },
+            "example": {
+                "indices": {str(r["k"]): r["indices"] for r in ks},
+                "test_models": first["split"]["test"],
+                "scatter": scatter,
+            },
+        }
+
+    def figures(self, metrics: dict, ctx: RunContext) -> list[Path]:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fr = np.asarray(metrics["k_fractions"])
+        rows = metrics["seeds"]
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+        ax = axes[0]
+        for key, label, color in (
+            ("r_selected_test", "OODSelect (held-out models)", "tab:red"),
+            ("r_greedy_test", "greedy (held-out models)", "tab:orange"),
+            ("r_random_mean", "random subsets (mean)", "tab:blue"),
+            ("r2_selected_test", "OODSelect r² objective", "tab:green"),
+        ):
+            vals = [np.asarray(r[key]) for r in rows]
+            n = min(len(v) for v in vals)
+            arr = np.stack([v[:n] for v in vals])
+            ax.errorbar(fr[:n], arr.mean(0), yerr=arr.std(0), marker="o", ms=3, capsize=2, label=label, color=color)
+        full = np.array([r["r_full_test"] for r in rows])
+        ax.axhline(full.mean(), color="gray", ls="--", label=f"full OOD set (r={full.mean():+.2f})")
+        ax.axvline(metrics["planted_fraction"], color="k", lw=0.8, ls=":", label="planted subgroup size")
+        for y0 in (0.3, -0.3):
+            ax.axhline(y0, color="k", lw=0.4)
+        ax.set_xlabel("subset size k / N")
+        ax.set_ylabel("probit Pearson r (ID vs subset acc.)")
+        ax.set_ylim(-1.05, 1.05)
+        ax.legend(fontsize=6)
+        ax.set_title("held-out models", fontsize=9)
+        ax = axes[1]
+        prec = np.stack([r["precision"] for r in rows])
+        gp = np.stack([r["greedy_precision"] for r in rows])
+        ax.errorbar(fr, prec.mean(0), yerr=prec.std(0), marker="o", ms=3, color="tab:red", label="OODSelect")
+        ax.errorbar(fr, gp.mean(0), yerr=gp.std(0), marker="s", ms=3, color="tab:orange", label="greedy")
+        ax.axhline(metrics["planted_fraction"], color="k", ls=":", label="base rate")
+        ax.set_xlabel("subset size k / N")
+        ax.set_ylabel("fraction of selection in reversed subgroup")
+        ax.set_ylim(0, 1.05)
+        ax.legend(fontsize=7)
+        ax.set_title("precision for the planted subgroup", fontsize=9)
+        fig.tight_layout()
+        p1 = ctx.figures_dir / "oodselect.png"
+        fig.savefig(p1, dpi=100)
+        plt.close(fig)
+        return [p1, self._scatter(metrics, ctx)]
+
+    @staticmethod
+    def _scatter(metrics: dict, ctx: RunContext) -> Path:
+        """Probit-axis scatter of held-out models (first pool and split) for subset sizes up to the planted size."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        from genlab.measures.oodselect import probit
+
+        sc = metrics["example"]["scatter"]
+        ks = [str(k) for k, f in zip(metrics["ks"], metrics["k_fractions"])][:4]
+        px = probit(np.asarray(sc["id_acc"]))
+        fig, axes = plt.subplots(1, len(ks), figsize=(3.0 * len(ks), 3.0), squeeze=False)
+        for ax, k in zip(axes[0], ks):
+            for label, ys, color in (("full set", sc["full"], "tab:gray"), ("random", sc["random"][k], "tab:blue"),
+                                     ("OODSelect", sc["selected"][k], "tab:red")):
+                py = probit(np.asarray(ys))
+                r = float(np.corrcoef(px, py)[0, 1]) if np.ptp(py) > 0 else float("nan")
+                ax.scatter(px, py, s=8, alpha=0.7, color=color, label=f"{label}: r={r:+.2f}")
+                if np.ptp(py) > 0:
+                    a, c = np.polyfit(px, py, 1)
+                    xs = np.linspace(px.min(), px.max(), 2)
+                    ax.plot(xs, a * xs + c, color=color, lw=1)
+            ax.set_title(f"k = {k}", fontsize=9)
+            ax.set_xlabel("probit(ID acc)", fontsize=8)
+            ax.legend(fontsize=6)
+            ax.tick_params(labelsize=7)
+        axes[0][0].set_ylabel("probit(OOD subset acc)", fontsize=8)
+        fig.suptitle("held-out models, one pool and split", fontsize=9)
+        fig.tight_layout()
+        path = ctx.figures_dir / "oodselect_scatter.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return path

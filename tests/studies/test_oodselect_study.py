@@ -1,0 +1,73 @@
+"""OODSelect study pieces: the run table, the batched pool trainer (colour reliance follows q), the cache, claims."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from genlab.data.shifts import REVERSED, spurious_digits
+from genlab.studies.oodselect import OODSelectStudy, PoolConfig, build_pool, draw_runs, train_shard
+
+
+def test_draw_runs_deterministic_and_spread():
+    pc = PoolConfig(runs=30, seed=4)
+    runs = draw_runs(pc)
+    assert runs == draw_runs(pc)
+    assert {r["family"] for r in runs} == {"linear", "mlp1", "mlp2"}
+    q = np.array([r["q"] for r in runs])
+    assert q.min() >= 0 and q.max() <= 1 and q.std() > 0.2
+    assert all(r["width"] == 0 for r in runs if r["family"] == "linear")
+
+
+def _data(seed=0):
+    sd = spurious_digits(seed=seed, p_neutral=0.85, pixel_noise=0.7, spurious_scale=2.0)
+    return sd, {"x_train": sd.x_train, "y_train": sd.y_train, "x_id": sd.x_id, "y_id": sd.y_id,
+                "x_ood": sd.x_ood, "y_ood": sd.y_ood, "n_core": 64, "n_classes": 10, "spurious_scale": 2.0}
+
+
+def test_colour_randomisation_sets_reliance():
+    """q = 0 (colour always as in the ID data) vs q = 1 (colour pure noise): the q = 0 linear models win in-
+    distribution and lose on the reversed subgroup; the trainer returns one row per checkpoint."""
+    sd, data = _data()
+    runs = [{"run": i, "family": "linear", "width": 0, "l2": 0.0, "frac": 1.0, "q": q, "seed": 7}
+            for i, q in enumerate([0.0, 0.0, 1.0, 1.0])]
+    ids, cor, acc = train_shard(runs, data, PoolConfig(checkpoints=(50, 150)))
+    assert ids == [0, 1, 2, 3] and cor.shape == (4, 2, len(sd.y_ood)) and acc.shape == (4, 2)
+    rev = sd.group_ood == REVERSED
+    rev_acc = cor[:, -1][:, rev].mean(1)
+    assert acc[:2, -1].min() > acc[2:, -1].max() + 0.2
+    assert rev_acc[:2].max() < rev_acc[2:].min() - 0.1
+
+
+def test_pool_cache_roundtrip(tmp_path):
+    pc = PoolConfig(runs=6, checkpoints=(5, 10), seed=1)
+    a = build_pool(pc, workers=1, cache_dir=tmp_path)
+    files = list(tmp_path.glob("oodselect_pool_*.npz"))
+    assert len(files) == 1 and pc.key() in files[0].name
+    b = build_pool(pc, workers=1, cache_dir=tmp_path)
+    assert a["correct"].shape == (12, len(a["group_ood"]))
+    assert np.array_equal(a["correct"], b["correct"]) and np.array_equal(a["run"], np.repeat(np.arange(6), 2))
+    assert PoolConfig(runs=6, checkpoints=(5, 10), seed=2).key() != pc.key()
+
+
+def _metrics(sel, rand, prec, full=0.6):
+    row = {"r_full_test": full, "r_selected_test": sel, "r_random_mean": rand, "precision": prec,
+           "r_greedy_test": [s + 0.1 for s in sel]}
+    return {"k_fractions": [0.1, 0.25, 0.5], "planted_fraction": 0.25, "ks": [10, 25, 50],
+            "seeds": [row, dict(row), dict(row)]}
+
+
+def test_claims_read_the_metrics():
+    good = _metrics([-0.7, -0.6, 0.1], [0.5, 0.6, 0.6], [0.8, 0.6, 0.4])
+    v = {x.claim[:20]: x.verdict for x in OODSelectStudy.verdicts(good)}
+    assert set(v.values()) == {"reproduced"}
+    bad = _metrics([-0.7, -0.2, 0.1], [0.2, 0.6, 0.6], [0.3, 0.3, 0.3], full=0.1)
+    assert [x.verdict for x in OODSelectStudy.verdicts(bad)][:4] == ["not reproduced"] * 4
+    mixed = _metrics([-0.7, -0.6, 0.1], [0.5, 0.6, 0.6], [0.8, 0.6, 0.4])
+    mixed["seeds"][2] = dict(mixed["seeds"][2], r_full_test=0.1)
+    assert OODSelectStudy.verdicts(mixed)[0].verdict == "inconclusive"
+
+
+def test_config_validation():
+    with pytest.raises(ValueError):
+        OODSelectStudy.config("quick", {"k_fractions": (0.5, 1.5)})
