@@ -9,6 +9,11 @@ all-caps / lowercase text and copies of the prompt, ~0.3–2 kB per response), t
 * warm strict+loose time of ``genlab.ifbench.evaluate`` (best of ``--reps``, after one warm-up run);
 * end-to-end time of ``python -m genlab.ifbench.cli eval --prompts P --responses R`` (process start included);
 * the offline-vs-real-data agreement: verdicts with NLTK data removed from the search path vs with it;
+* optionally (``--ref-ifbench DIR``: a folder holding ``evalscope/benchmarks/ifbench/*.py`` from the
+  ``evalscope`` wheel, a third-party copy of the IFBench checkers, with a stub ``evalscope/utils/resource_utils.py``
+  defining ``check_nltk_data``) verdict agreement per IFBench id on every loose variant, with the copy's
+  sentence splitter switched to ``nltk.sent_tokenize`` as at IFBench HEAD. That copy is of an older epoch with
+  some PR #34 fixes, so the differing ids must be read against docs/ifbench.md;
 * optionally (``--ref-ifeval DIR``: a folder holding ``lm_eval/tasks/ifeval/*.py`` extracted from the
   ``lm-eval`` wheel, i.e. Google's IFEval checkers) instruction-level agreement with that reference on the
   IFEval file and the reference's own warm time with langdetect seeded.
@@ -208,10 +213,43 @@ def reference_eval(reg, rows: list[dict], resp: dict[str, str]):
     return out
 
 
+def ifbench_copy_agreement(ref_dir: Path, rows: list[dict], resp: dict[str, str]) -> dict:
+    """Per-id disagreements between our reference semantics and evalscope's IFBench copy (see module doc)."""
+    import collections
+
+    import nltk
+
+    sys.path.insert(0, str(ref_dir))
+    from evalscope.benchmarks.ifbench import instructions_registry as reg
+    from evalscope.benchmarks.ifbench import instructions_util as util
+
+    from genlab.ifbench import registry
+    from genlab.ifbench.evaluator import loose_variants
+
+    util.split_into_sentences = nltk.sent_tokenize
+    diff: collections.Counter = collections.Counter()
+    n = 0
+    for row in rows:
+        for cid, kw in zip(row["instruction_id_list"], row["kwargs"]):
+            kw = {k: (int(v) if isinstance(v, float) and v.is_integer() else v) for k, v in kw.items() if v is not None}
+            for text in loose_variants(resp[row["prompt"]]):
+                ins = reg.INSTRUCTION_DICT[cid](cid)
+                try:
+                    ins.build_description(**kw)
+                    theirs = bool(text.strip() and ins.check_following(text))
+                except Exception:
+                    theirs = None
+                ours = bool(text.strip() and registry.check(cid, text, kw).ok)
+                n += 1
+                diff[cid] += theirs != ours
+    return {"checks": n, "disagree": sum(diff.values()), "per_id": {k: v for k, v in diff.items() if v}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--ref-ifeval", type=Path, default=None)
+    ap.add_argument("--ref-ifbench", type=Path, default=None)
     ap.add_argument("--skip-offline", action="store_true")
     a = ap.parse_args()
     if not SHARED.exists():
@@ -238,6 +276,10 @@ def main() -> None:
         }
         if not a.skip_offline:
             line["offline_vs_real"] = offline_agreement(pf, rf)
+        if name == "ifbench" and a.ref_ifbench:
+            line["vs_evalscope_copy"] = ifbench_copy_agreement(
+                a.ref_ifbench, rows, {r["prompt"]: r["response"] for r in resp_rows}
+            )
         if name == "ifeval" and a.ref_ifeval:
             reg = load_lmeval_reference(a.ref_ifeval)
             resp = {r["prompt"]: r["response"] for r in resp_rows}
