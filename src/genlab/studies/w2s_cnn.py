@@ -236,13 +236,13 @@ class W2SCNN(Study):
         steps_abundant: int = 300
         snapshot_every: int = 10
         # data-scarce regime: sweep n × ‖ν‖, trained to fit the pseudo-labels
-        d_scarce: int = 500
-        n_scarce: tuple[int, ...] = (10, 20, 40, 80)
-        nu_scarce: tuple[float, ...] = (2.0, 3.0, 4.5, 6.0)
+        d_scarce: int = 2000  # large d keeps r = n p_b‖ν‖²/(σ_p²d) < 1 while the SNR crosses 1
+        n_scarce: tuple[int, ...] = (20, 40, 80)
+        nu_scarce: tuple[float, ...] = (2.0, 4.0, 6.0, 8.0)
         lr_scarce: float = 0.5
         steps_scarce: int = 300
         seeds: int = 3  # abundant regime
-        seeds_scarce: int = 5  # each scarce cell is bimodal over seeds (signal learned or not): average more
+        seeds_scarce: int = 4  # each scarce cell is bimodal over seeds (signal learned or not): average more
 
         def validate(self) -> None:
             if self.seeds < 1 or self.seeds_scarce < 1:
@@ -274,9 +274,9 @@ class W2SCNN(Study):
             "d_abundant": 400,
             "n_abundant": 3000,
             "steps_abundant": 600,
-            "d_scarce": 2000,
+            "d_scarce": 4000,
             "n_scarce": (10, 20, 40, 80, 160, 320),
-            "nu_scarce": (2.0, 3.0, 4.5, 6.0, 8.0),
+            "nu_scarce": (2.0, 3.0, 4.5, 6.0, 8.0, 11.0),
             "steps_scarce": 1000,
             "seeds": 5,
             "seeds_scarce": 10,
