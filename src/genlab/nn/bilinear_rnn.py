@@ -264,7 +264,10 @@ class RealDiagonal(StateCell):
 
     The product of diagonals is computed as a log-depth prefix sum of ``log|a|`` and of the sign flips;
     dividing by the per-step maximum magnitude is the per-step normalisation (direction unchanged).
-    Initialised to ``1 + N(0, init_scale²)`` (block size 1 of :class:`BlockDiagonalBilinear`).
+    Initialised on the unit circle like :class:`RotationCell` (random phase; for a real number the phase
+    is 0 or π): entries ``±(1 + N(0, (init_scale/10)²))`` with random signs — the random network of
+    Prop. 3 plus a little magnitude noise. (``1 + N(0, 1)``, i.e. near identity, leaves magnitudes so
+    uneven that the largest-growing coordinates, not the parity-coding ones, dominate long sequences.)
     """
 
     def __init__(
@@ -277,7 +280,8 @@ class RealDiagonal(StateCell):
     ) -> None:
         super().__init__(input_dim, hidden, ensemble)
         E, D, H = ensemble, input_dim, hidden
-        self.W = nn.Parameter(1.0 + init_scale * _randn(generator, E, D, H))
+        signs = torch.where(torch.rand(E, D, H, generator=generator) < 0.5, -1.0, 1.0)
+        self.W = nn.Parameter(signs * (1.0 + init_scale / 10 * _randn(generator, E, D, H)))
         self.h0 = nn.Parameter(_randn(generator, E, H) / math.sqrt(H))
 
     def diagonals(self, x: Tensor) -> Tensor:
