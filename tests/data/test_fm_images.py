@@ -98,3 +98,14 @@ def test_image_folder_errors(tmp_path):
         load_image_folder(tmp_path)
     with pytest.raises(ValueError, match="image_folder"):
         load_dataset("folder")
+
+
+def test_mnist1d_procedural_is_seeded_and_standardised():
+    from genlab.data.images import mnist1d_data
+
+    a = mnist1d_data(seed=3, num_samples=300)
+    b = mnist1d_data(seed=3, num_samples=300)
+    assert a.x_train.shape == (240, 40) and a.x_test.shape == (60, 40) and a.shape == (40,)
+    np.testing.assert_array_equal(a.x_train, b.x_train)
+    assert abs(a.x_train.mean()) < 1e-5 and abs(a.x_train.std() - 1) < 1e-4
+    assert not np.array_equal(a.x_train, mnist1d_data(seed=4, num_samples=300).x_train)
