@@ -17,6 +17,7 @@ from genlab.studies.grokking import (
     check_suppress,
     combine,
     first_crossing,
+    late_mean,
     measure,
     summarise,
     train,
@@ -66,6 +67,7 @@ def test_onset_helpers():
     assert first_crossing(steps, [0.0, 0.2, 0.6, 0.9], 0.5) == 200
     assert first_crossing(steps, [0.0, 0.2, 0.3, 0.4], 0.5) is None
     assert value_at(steps, [1.0, 10.0, 100.0, 1000.0], 150) == pytest.approx(10**1.5)
+    assert late_mean([100.0, 1.0, 4.0, 1.0, 1.0, 1.0, 2.0, 8.0], fraction=0.25) == pytest.approx(4.0)
     assert combine([True, True]) is True and combine([False, False]) is False
     assert combine([True, False]) is None and combine([True, None]) is None and combine([]) is None
 
@@ -91,11 +93,16 @@ def test_summarise_finds_window_values():
 
 def _fake_metrics(base_onsets, asc_onsets, off=1000, sup_onsets=None, ncc_up=20.0):
     def run(onset, ncc=1.0, lo=10.0, hi=1.0):
-        return {"onset": onset, "final_ncc": ncc, "kappa_bound_lo": lo, "kappa_bound_hi": hi,
-                "max_test_acc_reg_on": 0.05}
+        return {"onset": onset, "late_ncc": ncc, "kappa_bound_lo": lo, "kappa_bound_hi": hi,
+                "kappa_bound_mem": 2 * lo, "max_test_acc_reg_on": 0.05}
 
     sup_onsets = sup_onsets or base_onsets
+    series = {}
+    for i in range(len(base_onsets)):
+        series[f"modular/add/baseline/{i}"] = {"step": [0, 3000], "ncc": [1.0, 1.0]}
+        series[f"modular/add/suppress/{i}"] = {"step": [0, 3000], "ncc": [ncc_up, ncc_up]}
     return {
+        "series": series,
         "intervention_op": "add",
         "thresholds": {"ascent_off": off, "kappa_drop": 2.0, "suppress_tolerance": 1.5, "ncc_raise": 10.0},
         "modular": {"add": {
@@ -151,7 +158,7 @@ def test_regularisers_push_their_measures_and_switch_off():
     sup, _ = go("suppress", 1.0)
     assert asc["kappa_norm"][-1] > 1.5 * base["kappa_norm"][-1]
     _, capped = go("ascent", 10.0, cap=2.0)
-    assert float(capped.head.weight.norm()) <= 2.0 + 1e-6  # the Frobenius cap holds while the regulariser is on
+    assert float(capped.head.weight.detach().norm()) <= 2.0 + 1e-6  # the cap holds while the regulariser is on
     assert sup["ncc"][-1] > 3 * base["ncc"][-1]
     # switched off at step 0 it is the baseline, bit for bit
     off0, _ = go("ascent", 10.0, off=0)
@@ -159,6 +166,9 @@ def test_regularisers_push_their_measures_and_switch_off():
 
 
 def test_config_validation():
+    full = Grokking.config("full")
+    assert full.model == "transformer" and full.p == 97 and "div" in full.ops
+    assert Grokking.config("smoke").seeds == 1 and Grokking.config("quick").seeds >= 3
     with pytest.raises(ValueError, match="ops"):
         Grokking.config("quick", {"ops": ("pow",)})
     with pytest.raises(ValueError, match="ascent_off"):

@@ -15,6 +15,7 @@ The same two interventions run on a classifier that does not grok (an MLP on sci
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +70,13 @@ def value_at(steps: list[int] | np.ndarray, values: list[float] | np.ndarray, st
     s = np.asarray(steps, dtype=float)
     v = np.log(np.maximum(np.asarray(values, dtype=float), 1e-300))
     return float(np.exp(np.interp(step, s, v)))
+
+
+def late_mean(values: list[float] | np.ndarray, fraction: float = 0.25) -> float:
+    """Geometric mean of the last ``fraction`` of a positive series (robust to end-point oscillations)."""
+    v = np.asarray(values, dtype=float)
+    tail = v[-max(1, int(round(fraction * len(v)))) :]
+    return float(np.exp(np.mean(np.log(np.maximum(tail, 1e-300)))))
 
 
 def combine(helds: list[bool | None]) -> bool | None:
@@ -210,6 +218,7 @@ def summarise(series: dict[str, list[float]], onset_threshold: float, gen_thresh
         "t_gen": first_crossing(s, series["test_acc"], gen_threshold),
         "final_test_acc": series["test_acc"][-1],
         "final_ncc": series["ncc"][-1],
+        "late_ncc": late_mean(series["ncc"]),
     }
     if onset is not None and t_mem is not None:
         lo, hi = max(onset - window, t_mem), onset + window
@@ -229,7 +238,7 @@ def _modular_seeds(m: dict, arm: str, op: str | None = None) -> list[dict]:
 def check_kappa_window(m: dict) -> Any:
     """κ (bound form) falls at least ``kappa_drop``-fold across [onset − w, onset + w] in every baseline run."""
     thr = m["thresholds"]["kappa_drop"]
-    helds, ratios = [], []
+    helds, ratios, before = [], [], []
     for op in m["modular"]:
         for r in m["modular"][op]["baseline"]:
             if r["onset"] is None:
@@ -237,12 +246,14 @@ def check_kappa_window(m: dict) -> Any:
                 continue
             ratio = r["kappa_bound_hi"] / r["kappa_bound_lo"]
             ratios.append(ratio)
+            before.append(r["kappa_bound_lo"] / r["kappa_bound_mem"])
             helds.append(ratio <= 1.0 / thr)
     return evidence(
         combine(helds),
-        note="None per run = no onset within the budget",
+        note="None per run = no onset within the budget; kappa_lo_over_mem = drop already before the window",
         runs_held=f"{sum(h is True for h in helds)}/{len(helds)}",
         kappa_hi_over_lo=[round(v, 4) for v in ratios],
+        kappa_lo_over_mem=[round(v, 4) for v in before],
     )
 
 
@@ -265,6 +276,27 @@ def check_nc_early(m: dict) -> Any:
         ncc_lo_over_mem=[round(v, 4) for v in ratios],
         nc1_lo_over_mem=[round(v, 4) for v in nc1_ratios],
     )
+
+
+def check_kappa_times_onset(m: dict) -> Any:
+    """Of the total log-decrease from memorisation to the end, κ loses a larger share inside the onset window
+    than NCC does (κ times the onset better than collapse)."""
+    helds, k_share, n_share = [], [], []
+    for op in m["modular"]:
+        for i, r in enumerate(m["modular"][op]["baseline"]):
+            if r["onset"] is None:
+                helds.append(None)
+                continue
+            s = m["series"][f"modular/{op}/baseline/{i}"]
+            shares = []
+            for key in ("kappa_bound", "ncc"):
+                total = math.log(r[f"{key}_mem"] / s[key][-1])
+                inside = math.log(r[f"{key}_lo"] / r[f"{key}_hi"])
+                shares.append(inside / total if total > 0 else float("nan"))
+            k_share.append(round(shares[0], 3))
+            n_share.append(round(shares[1], 3))
+            helds.append(None if any(map(math.isnan, shares)) else shares[0] > shares[1])
+    return evidence(combine(helds), kappa_share_in_window=k_share, ncc_share_in_window=n_share)
 
 
 def check_ascent(m: dict) -> Any:
@@ -290,22 +322,33 @@ def check_ascent(m: dict) -> Any:
 
 
 def check_suppress(m: dict) -> Any:
-    """Per seed: NCC raised >= ``ncc_raise``-fold, and onset within ``tolerance`` × the baseline's."""
-    tol, raise_ = m["thresholds"]["suppress_tolerance"], m["thresholds"]["ncc_raise"]
-    helds, ratios, raised = [], [], []
-    for b, s in zip(_modular_seeds(m, "baseline"), _modular_seeds(m, "suppress")):
-        up = s["final_ncc"] / b["final_ncc"] if b["final_ncc"] > 0 else float("nan")
+    """Per seed, decided only where collapse was really suppressed — NCC at the baseline's onset step ≥
+    ``ncc_raise_onset``× the baseline's and NCC over the last quarter ≥ ``ncc_raise``× — then: onset within
+    ``tolerance`` × the baseline's."""
+    th = m["thresholds"]
+    tol, raise_, raise_on = th["suppress_tolerance"], th["ncc_raise"], th.get("ncc_raise_onset", 2.0)
+    op = m["intervention_op"]
+    helds, ratios, raised, raised_on = [], [], [], []
+    for i, (b, s) in enumerate(zip(_modular_seeds(m, "baseline"), _modular_seeds(m, "suppress"))):
+        up = s["late_ncc"] / b["late_ncc"] if b["late_ncc"] > 0 else float("nan")
         raised.append(round(up, 3))
-        if b["onset"] is None or not (up >= raise_):
-            helds.append(None)  # no baseline onset, or collapse was not suppressed: undecidable
+        if b["onset"] is None:
+            raised_on.append(None)
+            helds.append(None)
             continue
+        sb, ss = m["series"][f"modular/{op}/baseline/{i}"], m["series"][f"modular/{op}/suppress/{i}"]
+        up_on = value_at(ss["step"], ss["ncc"], b["onset"]) / value_at(sb["step"], sb["ncc"], b["onset"])
+        raised_on.append(round(up_on, 3))
         r = s["onset"] / b["onset"] if s["onset"] is not None else float("inf")
         ratios.append(round(r, 3))
-        helds.append(r <= tol)
+        effective = up >= raise_ and up_on >= raise_on
+        helds.append(r <= tol if effective else None)  # collapse not suppressed: undecidable
     return evidence(
         combine(helds),
+        note="seeds where NCC was not raised at the onset and late are undecidable",
         onset_ratio=ratios,
-        final_ncc_ratio=raised,
+        ncc_ratio_at_onset=raised_on,
+        late_ncc_ratio=raised,
         tolerance=tol,
     )
 
@@ -327,12 +370,96 @@ def check_digits_suppress(m: dict) -> Any:
     """Digits: collapse suppression raises NCC yet final test accuracy stays within 2 points of the baseline."""
     helds, gaps, raised = [], [], []
     for b, s in zip(m["digits"]["baseline"], m["digits"]["suppress"]):
-        up = s["final_ncc"] / b["final_ncc"]
+        up = s["late_ncc"] / b["late_ncc"] if b["late_ncc"] > 0 else float("nan")
         gap = b["final_test_acc"] - s["final_test_acc"]
         raised.append(round(up, 3))
         gaps.append(round(gap, 4))
-        helds.append(None if up < m["thresholds"]["ncc_raise"] else gap <= 0.02)
-    return evidence(combine(helds), final_gap=gaps, final_ncc_ratio=raised)
+        helds.append(gap <= 0.02 if up >= m["thresholds"]["ncc_raise"] else None)
+    return evidence(combine(helds), final_gap=gaps, late_ncc_ratio=raised)
+
+
+# -- jobs (top level, so a process pool can run them) ---------------------------------------------------------
+
+
+def _map_jobs(jobs: list[tuple[dict, tuple]], workers: int) -> list:
+    """Run the jobs, in a pool of ``workers`` processes when > 1 (falls back to serial if a pool cannot start,
+    e.g. inside a daemonic worker). Every job seeds itself, so the result does not depend on ``workers``."""
+    if workers > 1 and len(jobs) > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        try:
+            with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
+                return list(pool.map(_run_job, jobs))
+        except (OSError, AssertionError, RuntimeError, ValueError):
+            pass
+    return [_run_job(job) for job in jobs]
+
+
+def _run_job(job: tuple[dict, tuple]) -> tuple[dict, dict]:
+    cfg_d, (task, op, arm, _i, (data_seed, init_seed, batch_seed)) = job
+    cfg = Grokking.Config(**cfg_d)
+    setup_torch(cfg.threads)
+    gen = torch.Generator().manual_seed(batch_seed)
+    if task == "modular":
+        split = modular_split(cfg.p, op, cfg.train_fraction, data_seed)
+        if cfg.model == "mlp":
+            x = torch.from_numpy(one_hot_pairs(split.a, split.b, cfg.p))
+        else:
+            x = torch.from_numpy(token_sequences(split.a, split.b, cfg.p, op))
+        y = torch.from_numpy(split.c)
+        tr, te = torch.from_numpy(split.train), torch.from_numpy(split.test)
+        torch.manual_seed(init_seed)  # same init for every arm of a seed
+        if cfg.model == "mlp":
+            model: nn.Module = MLP(2 * cfg.p, (cfg.hidden, cfg.hidden), cfg.p)
+        else:
+            model = TinyTransformer(vocab_size(cfg.p), cfg.p, cfg.d_model, cfg.n_heads, cfg.n_layers, max_len=4)
+        regime = Regime(
+            steps=cfg.steps,
+            lr=cfg.lr,
+            weight_decay=cfg.weight_decay,
+            warmup=cfg.warmup,
+            log_every=cfg.log_every,
+            reg="none" if arm == "baseline" else arm,
+            lam=cfg.ascent_lambda if arm == "ascent" else cfg.suppress_lambda,
+            reg_off=cfg.ascent_off if arm == "ascent" else None,
+            temperature=cfg.ascent_temperature,
+            weight_cap=cfg.ascent_cap,
+        )
+        series = train(model, (x[tr], y[tr], x[te], y[te]), cfg.p, regime, gen)
+        summ = summarise(series, cfg.onset_threshold, cfg.gen_threshold, cfg.window)
+        on = [a for st, a in zip(series["step"], series["test_acc"]) if st < cfg.ascent_off]
+        summ["max_test_acc_reg_on"] = max(on) if arm == "ascent" else None
+        return series, summ
+    split = digits_split(test_fraction=1 - cfg.digits_train / 1797, seed=data_seed)
+    data = tuple(torch.from_numpy(a) for a in (split.x_train, split.y_train, split.x_test, split.y_test))
+    torch.manual_seed(init_seed)
+    model = MLP(64, (cfg.digits_hidden, cfg.digits_hidden), 10)
+    per_epoch = math.ceil(len(split.y_train) / cfg.digits_batch)
+    off = cfg.digits_off * per_epoch
+    regime = Regime(
+        steps=cfg.digits_epochs * per_epoch,
+        lr=cfg.digits_lr,
+        optimizer="sgd",
+        batch_size=cfg.digits_batch,
+        log_every=per_epoch * max(1, cfg.digits_epochs // 40),
+        reg="none" if arm == "baseline" else arm,
+        lam=cfg.digits_ascent_lambda if arm == "ascent" else cfg.digits_suppress_lambda,
+        reg_off=off if arm == "ascent" else None,
+        temperature=cfg.ascent_temperature,
+        weight_cap=cfg.ascent_cap,
+    )
+    series = train(model, data, 10, regime, gen)
+    series["epoch"] = [st / per_epoch for st in series["step"]]
+    summ = {
+        "acc_at_off": value_at(series["step"], series["test_acc"], off),
+        "final_test_acc": series["test_acc"][-1],
+        "final_ncc": series["ncc"][-1],
+        "late_ncc": late_mean(series["ncc"]),
+        "kappa_bound_at_off": value_at(series["step"], series["kappa_bound"], off),
+        "final_kappa_bound": series["kappa_bound"][-1],
+    }
+    return series, summ
 
 
 # -- the study -----------------------------------------------------------------------------------------------
@@ -354,6 +481,7 @@ class Grokking(Study):
     @dataclass
     class Config:
         # modular arithmetic
+        modular: bool = True
         p: int = 31
         ops: tuple[str, ...] = ("add", "sub")
         train_fraction: float = 0.6
@@ -382,8 +510,8 @@ class Grokking(Study):
         digits_off: int = 60
         digits_lr: float = 0.01
         digits_batch: int = 64
-        digits_ascent_lambda: float = 0.01
-        digits_suppress_lambda: float = 1e-3
+        digits_ascent_lambda: float = 1.0
+        digits_suppress_lambda: float = 0.3
         # onset detection and claim thresholds
         onset_threshold: float = 0.5
         gen_threshold: float = 0.95
@@ -391,9 +519,11 @@ class Grokking(Study):
         kappa_drop: float = 2.0
         nc_drop: float = 2.0
         ncc_raise: float = 10.0
+        ncc_raise_onset: float = 2.0
         suppress_tolerance: float = 1.5
         digits_margin: float = 0.1
         threads: int = 1
+        workers: int = 2  # processes for independent runs (1 = in this process); results do not depend on it
         arms: tuple[str, ...] = ARMS
 
         def validate(self) -> None:
@@ -426,6 +556,7 @@ class Grokking(Study):
             "digits_hidden": 32,
             "digits_epochs": 4,
             "digits_off": 2,
+            "workers": 1,
         },
         "quick": {},
         "full": {
@@ -453,123 +584,59 @@ class Grokking(Study):
         Claim("κ (relative flatness, bound form) drops ≥ 2× within the window around the onset", check_kappa_window),
         Claim("NCC has already fallen ≥ 2× from memorisation before the onset window (NC does not time it)",
               check_nc_early),
+        Claim("κ's log-decrease is more concentrated in the onset window than NCC's", check_kappa_times_onset),
         Claim("flatness ascent delays generalisation until after switch-off", check_ascent),
-        Claim("collapse suppression raises NCC ≥ 10× but leaves onset within 1.5× baseline", check_suppress),
+        Claim("collapse suppression (NCC ≥ 2× at onset, ≥ 10× late) leaves onset within 1.5× baseline", check_suppress),
         Claim("digits: flatness ascent suppresses test accuracy until switch-off, then it recovers",
               check_digits_ascent),
         Claim("digits: collapse suppression leaves final test accuracy within 2 points", check_digits_suppress),
     ]
 
     # -- run ------------------------------------------------------------------------------------------------
-    def _model(self, cfg: Grokking.Config, p: int) -> nn.Module:
-        if cfg.model == "mlp":
-            return MLP(2 * p, (cfg.hidden, cfg.hidden), p)
-        return TinyTransformer(vocab_size(p), p, cfg.d_model, cfg.n_heads, cfg.n_layers, max_len=4)
-
-    def _modular_data(self, cfg: Grokking.Config, op: str, seed: int):
-        split = modular_split(cfg.p, op, cfg.train_fraction, seed)
-        if cfg.model == "mlp":
-            x = torch.from_numpy(one_hot_pairs(split.a, split.b, cfg.p))
-        else:
-            x = torch.from_numpy(token_sequences(split.a, split.b, cfg.p, op))
-        y = torch.from_numpy(split.c)
-        tr, te = torch.from_numpy(split.train), torch.from_numpy(split.test)
-        return x[tr], y[tr], x[te], y[te]
-
     def run(self, cfg: Grokking.Config, ctx: RunContext) -> dict:
         setup_torch(cfg.threads)
         thresholds = {
             "kappa_drop": cfg.kappa_drop,
             "nc_drop": cfg.nc_drop,
             "ncc_raise": cfg.ncc_raise,
+            "ncc_raise_onset": cfg.ncc_raise_onset,
             "suppress_tolerance": cfg.suppress_tolerance,
             "digits_margin": cfg.digits_margin,
             "ascent_off": cfg.ascent_off,
+            "digits_off": cfg.digits_off,
             "onset_threshold": cfg.onset_threshold,
             "gen_threshold": cfg.gen_threshold,
             "window": cfg.window,
         }
-        metrics: dict[str, Any] = {
-            "intervention_op": cfg.ops[0],
-            "thresholds": thresholds,
-            "modular": {},
-            "series": {},
-        }
-        jobs = [
-            (op, arm) for op in cfg.ops for arm in ARMS if arm in cfg.arms and (arm == "baseline" or op == cfg.ops[0])
-        ]
-        for op, arm in ctx.progress(jobs, desc="modular"):
-            runs = []
-            for i in range(cfg.seeds):
-                data = self._modular_data(cfg, op, ctx.seed_for("split", op, i))
-                torch.manual_seed(ctx.seed_for("init", op, i))  # same init for every arm of a seed
-                model = self._model(cfg, cfg.p)
-                regime = Regime(
-                    steps=cfg.steps,
-                    lr=cfg.lr,
-                    weight_decay=cfg.weight_decay,
-                    warmup=cfg.warmup,
-                    log_every=cfg.log_every,
-                    reg="none" if arm == "baseline" else arm,
-                    lam=cfg.ascent_lambda if arm == "ascent" else cfg.suppress_lambda,
-                    reg_off=cfg.ascent_off if arm == "ascent" else None,
-                    temperature=cfg.ascent_temperature,
-                    weight_cap=cfg.ascent_cap,
-                )
-                series = train(model, data, cfg.p, regime, ctx.torch_generator("batches", op, i))
-                summ = summarise(series, cfg.onset_threshold, cfg.gen_threshold, cfg.window)
-                on = [a for st, a in zip(series["step"], series["test_acc"]) if st < cfg.ascent_off]
-                summ["max_test_acc_reg_on"] = max(on) if arm == "ascent" else None
-                runs.append(summ)
+        metrics: dict[str, Any] = {"intervention_op": cfg.ops[0], "thresholds": thresholds, "modular": {}, "series": {}}
+        specs = []
+        for op in cfg.ops if cfg.modular else ():
+            for arm in ARMS:
+                if arm in cfg.arms and (arm == "baseline" or op == cfg.ops[0]):
+                    for i in range(cfg.seeds):
+                        seeds = tuple(ctx.seed_for(kind, op, i) for kind in ("split", "init", "batch"))
+                        specs.append(("modular", op, arm, i, seeds))
+        if cfg.digits:
+            for arm in ARMS:
+                if arm in cfg.arms:
+                    for i in range(cfg.seeds):
+                        seeds = tuple(ctx.seed_for(kind, i) for kind in ("digits", "digits-init", "digits-b"))
+                        specs.append(("digits", "digits", arm, i, seeds))
+        cfg_dict = dataclasses.asdict(cfg)
+        results = _map_jobs([(cfg_dict, spec) for spec in specs], cfg.workers)
+        for (task, op, arm, i, _), (series, summ) in zip(specs, results):
+            if task == "modular":
                 metrics["series"][f"modular/{op}/{arm}/{i}"] = series
-                ctx.record(task="modular", op=op, arm=arm, seed=i, **{k: v for k, v in summ.items() if k != "window"})
+                metrics["modular"].setdefault(op, {}).setdefault(arm, []).append(summ)
                 ctx.log(f"{op} {arm} seed {i}: mem {summ['t_mem']} onset {summ['onset']} gen {summ['t_gen']} "
                         f"final test {summ['final_test_acc']:.3f}")
-            metrics["modular"].setdefault(op, {})[arm] = runs
-        if cfg.digits:
-            metrics["digits"] = self._run_digits(cfg, ctx, metrics["series"])
+            else:
+                metrics["series"][f"digits/{arm}/{i}"] = series
+                metrics.setdefault("digits", {}).setdefault(arm, []).append(summ)
+                ctx.log(f"digits {arm} seed {i}: test at switch-off {summ['acc_at_off']:.3f} "
+                        f"final {summ['final_test_acc']:.3f}")
+            ctx.record(task=task, op=op, arm=arm, seed=i, **{k: v for k, v in summ.items() if k != "window"})
         return metrics
-
-    def _run_digits(self, cfg: Grokking.Config, ctx: RunContext, store: dict) -> dict:
-        out: dict[str, list] = {}
-        for arm in ARMS:
-            if arm not in cfg.arms:
-                continue
-            runs = []
-            for i in range(cfg.seeds):
-                split = digits_split(test_fraction=1 - cfg.digits_train / 1797, seed=ctx.seed_for("digits", i))
-                data = tuple(torch.from_numpy(a) for a in (split.x_train, split.y_train, split.x_test, split.y_test))
-                torch.manual_seed(ctx.seed_for("digits-init", i))
-                model = MLP(64, (cfg.digits_hidden, cfg.digits_hidden), 10)
-                per_epoch = math.ceil(len(split.y_train) / cfg.digits_batch)
-                regime = Regime(
-                    steps=cfg.digits_epochs * per_epoch,
-                    lr=cfg.digits_lr,
-                    optimizer="sgd",
-                    batch_size=cfg.digits_batch,
-                    log_every=per_epoch * max(1, cfg.digits_epochs // 40),
-                    reg="none" if arm == "baseline" else arm,
-                    lam=cfg.digits_ascent_lambda if arm == "ascent" else cfg.digits_suppress_lambda,
-                    reg_off=cfg.digits_off * per_epoch if arm == "ascent" else None,
-                    temperature=cfg.ascent_temperature,
-                    weight_cap=cfg.ascent_cap,
-                )
-                series = train(model, data, 10, regime, ctx.torch_generator("digits-batches", i))
-                series["epoch"] = [s / per_epoch for s in series["step"]]
-                off_acc = value_at(series["step"], series["test_acc"], cfg.digits_off * per_epoch)
-                summ = {
-                    "acc_at_off": off_acc,
-                    "final_test_acc": series["test_acc"][-1],
-                    "final_ncc": series["ncc"][-1],
-                    "kappa_bound_at_off": value_at(series["step"], series["kappa_bound"], cfg.digits_off * per_epoch),
-                    "final_kappa_bound": series["kappa_bound"][-1],
-                }
-                runs.append(summ)
-                store[f"digits/{arm}/{i}"] = series
-                ctx.record(task="digits", arm=arm, seed=i, **summ)
-                ctx.log(f"digits {arm} seed {i}: test at switch-off {off_acc:.3f} final {summ['final_test_acc']:.3f}")
-            out[arm] = runs
-        return out
 
     # -- figures ----------------------------------------------------------------------------------------------
     def figures(self, metrics: dict, ctx: RunContext) -> list[Path]:
@@ -578,6 +645,8 @@ class Grokking(Study):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
+        if not metrics.get("modular"):
+            return []
         series, op = metrics["series"], metrics["intervention_op"]
         off = metrics["thresholds"]["ascent_off"]
         seeds = sorted({int(k.rsplit("/", 1)[1]) for k in series if k.startswith(f"modular/{op}/baseline/")})
