@@ -22,9 +22,16 @@ from typing import Annotated, Any
 
 import typer
 
+from genlab.harness.errors import ConfigError
 
-def _fail(msg: str) -> typer.BadParameter:
-    return typer.BadParameter(msg)
+
+class OODSelectInputError(typer.BadParameter, ConfigError):
+    """A bad input file or option. A typer ``BadParameter`` (exit code 2 under typer/click) and a genlab
+    ``ConfigError`` (exit code 2 under genlab's CLI wrapper, which catches genlab errors)."""
+
+
+def _fail(msg: str) -> OODSelectInputError:
+    return OODSelectInputError(msg)
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
