@@ -8,7 +8,6 @@ import pytest
 from genlab.harness.config import config_to_dict
 from genlab.harness.runner import run_study
 from genlab.harness.study import PRESETS, all_studies
-from genlab.harness.sweep import flatten
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDIES = sorted(all_studies())
@@ -49,5 +48,15 @@ def _is_timing(key: str) -> bool:
     return "timing" in key.split("/") or leaf.endswith(("_s", "seconds", "_sec")) or "wall" in leaf
 
 
+def _leaves(metrics: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in metrics.items():
+        if isinstance(value, dict):
+            out.update(_leaves(value, f"{prefix}{key}/"))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
 def _without_timings(metrics: dict) -> dict:
-    return {k: v for k, v in flatten(metrics).items() if not _is_timing(k)}
+    return {k: v for k, v in _leaves(metrics).items() if not _is_timing(k)}
