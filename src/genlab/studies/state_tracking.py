@@ -174,7 +174,7 @@ def frozen_diagonal_parity(
     hidden: int,
     draws: int,
     rng: np.random.Generator,
-    lengths: Sequence[int] = (10, 100, 500),
+    lengths: Sequence[int] = (9, 10, 99, 500),
     n_test: int = 64,
     magnitudes: Literal["sign", "gaussian"] = "sign",
 ) -> dict[str, Any]:
@@ -186,7 +186,8 @@ def frozen_diagonal_parity(
     the claim does not hold in general (coordinates with larger ``|w_i|`` dominate long sequences).
 
     Returns the per-draw predicted success (``w`` has a positive entry), the observed success (accuracy 1
-    on ``n_test`` random strings at each length) and the success rate vs ``1 - 2^-H``.
+    on ``n_test`` random strings at each length — odd and even lengths both, since ``w^T`` alternates
+    between ``w`` and ``1`` for random signs) and the success rate vs ``1 - 2^-H``.
     """
     import torch
 
