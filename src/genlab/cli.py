@@ -290,12 +290,20 @@ app.add_typer(_bound_app, name="bound")
 app.command("oodselect")(_oodselect)
 
 
+def _click_exceptions():
+    """Where typer's ClickException lives: recent typer vendors its own click (typer._click)."""
+    try:
+        from typer._click import exceptions
+    except ImportError:  # typer that uses the click package
+        from click import exceptions
+    return exceptions
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one-sentence errors and a non-zero exit code; tracebacks only with --debug."""
-    import click
-
     from genlab.harness.errors import ConfigError, GenlabError
 
+    click_exc = _click_exceptions()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     if debug:  # accepted anywhere on the line, passed where typer expects it
@@ -304,12 +312,12 @@ def main(argv: list[str] | None = None) -> None:
         code = app(args=args, prog_name="genlab", standalone_mode=False)
         if isinstance(code, int) and code:  # click returns (not raises) typer.Exit codes in this mode
             sys.exit(code)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except typer.Abort:
         print("aborted", file=sys.stderr)
         sys.exit(130)
-    except click.ClickException as exc:
+    except click_exc.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:

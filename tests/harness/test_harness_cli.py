@@ -74,3 +74,12 @@ def test_console_script_starts_fast_enough_to_be_light():
     code = "import sys; from genlab.cli import app; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_typer_bad_parameter_is_a_usage_error_with_exit_2(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "ifbench", "generate", "--prompts", str(tmp_path / "missing.jsonl"), "--out", "x")
+    assert code == 2 and "missing.jsonl" in err and "Traceback" not in err
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt": "x", "instruction_id_list": [], "kwargs": []}\n')
+    code, _, err = run_cli(capsys, "ifbench", "generate", "--prompts", str(prompts), "--out", "x", "--backend", "nope")
+    assert code == 2 and "unknown backend 'nope'" in err
