@@ -110,8 +110,11 @@ def list_cmd(root: RootOpt = Path("runs"), as_json: JsonOpt = False) -> None:
     from rich.table import Table
 
     table = Table(title="genlab studies")
-    for col in ("study", "paper", "presets", "claims", "last verdicts"):
-        table.add_column(col, overflow="fold")
+    table.add_column("study", no_wrap=True)
+    table.add_column("paper", overflow="fold", ratio=3)
+    table.add_column("presets", no_wrap=True)
+    table.add_column("claims", justify="right")
+    table.add_column("last verdicts", overflow="fold", ratio=1)
     for r in rows:
         verdicts = ", ".join(f"[{_verdict_style(k)}]{n} {k}[/]" for k, n in r["last_verdicts"].items()) or "-"
         table.add_row(r["name"], f"{r['paper']} ({r['arxiv']})", "/".join(r["presets"]), str(r["claims"]), verdicts)
