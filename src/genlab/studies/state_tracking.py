@@ -48,6 +48,7 @@ class JobSpec:
     data_seed: int
     task_seed: int
     log_every: int
+    device: str = "cpu"
 
 
 def _adam_step(params, grads, state, lr, t, clip, betas=(0.9, 0.999), eps=1e-8):  # type: ignore[no-untyped-def]
@@ -79,20 +80,21 @@ def train_job(spec: JobSpec) -> dict[str, Any]:
     E = spec.seeds * n_lr  # member m = seed * n_lr + lr index
     gen = torch.Generator().manual_seed(spec.init_seed)
     cell = make_cell(spec.model, task.vocab, spec.hidden, E, gen)
-    model = StateTrackingRNN(cell, task.vocab, task.n_states, gen)
+    dev = torch.device(spec.device)
+    model = StateTrackingRNN(cell, task.vocab, task.n_states, gen).to(dev)
     params = [p for p in model.parameters() if p.requires_grad]
     state = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
-    lr = torch.tensor([spec.lrs[m % n_lr] for m in range(E)])
+    lr = torch.tensor([spec.lrs[m % n_lr] for m in range(E)], device=dev)
     rng = np.random.default_rng(spec.data_seed)
     curve: list[list[float]] = []
-    running = torch.zeros(E)
+    running = torch.zeros(E, device=dev)
     for step in range(1, spec.steps + 1):
         tok, lengths, labels = sample_batch(
             task, spec.batch, spec.train_min_len, spec.train_max_len, rng, shape=(E,)
         )
-        logits = model(torch.from_numpy(tok), torch.from_numpy(lengths))
+        logits = model(torch.from_numpy(tok).to(dev), torch.from_numpy(lengths).to(dev))
         loss = torch.nn.functional.cross_entropy(
-            logits.flatten(0, 1), torch.from_numpy(labels).flatten(), reduction="none"
+            logits.flatten(0, 1), torch.from_numpy(labels).to(dev).flatten(), reduction="none"
         ).view(E, -1).mean(1)
         grads = torch.autograd.grad(loss.sum(), params)
         if not all(torch.isfinite(g).all() for g in grads):
@@ -102,7 +104,7 @@ def train_job(spec: JobSpec) -> dict[str, Any]:
         running += loss.detach()
         if step % spec.log_every == 0 or step == spec.steps:
             n = spec.log_every if step % spec.log_every == 0 else step % spec.log_every
-            curve.append([step, *(running / n).tolist()])
+            curve.append([step, *(running / n).cpu().tolist()])
             running.zero_()
     train_s = time.perf_counter() - start
 
@@ -111,11 +113,11 @@ def train_job(spec: JobSpec) -> dict[str, Any]:
     with torch.no_grad():
         # in-distribution validation (for the learning-rate choice): fresh train-length sequences
         tok, lengths, labels = sample_batch(task, 512, spec.train_min_len, spec.train_max_len, rng, (E,))
-        logits = model(torch.from_numpy(tok), torch.from_numpy(lengths))
+        logits = model(torch.from_numpy(tok).to(dev), torch.from_numpy(lengths).to(dev))
         val_loss = torch.nn.functional.cross_entropy(
-            logits.flatten(0, 1), torch.from_numpy(labels).flatten(), reduction="none"
-        ).view(E, -1).mean(1)
-        val_acc = (logits.argmax(-1).numpy() == labels).mean(1)
+            logits.flatten(0, 1), torch.from_numpy(labels).to(dev).flatten(), reduction="none"
+        ).view(E, -1).mean(1).cpu()
+        val_acc = (logits.argmax(-1).cpu().numpy() == labels).mean(1)
         acc: dict[str, list[float]] = {}
         chance: dict[str, float] = {}
         for length in spec.eval_lengths:
@@ -155,9 +157,10 @@ def _predict(model, tokens: np.ndarray, normalize: bool | None, hidden: int) -> 
     import torch
 
     E, n, length = tokens.shape
+    dev = model.readout.device
     chunk = max(1, min(n, 6_000_000 // max(1, E * length * hidden)))
     out = [
-        model(torch.from_numpy(tokens[:, i : i + chunk]), normalize=normalize).argmax(-1).numpy()
+        model(torch.from_numpy(tokens[:, i : i + chunk]).to(dev), normalize=normalize).argmax(-1).cpu().numpy()
         for i in range(0, n, chunk)
     ]
     return np.concatenate(out, axis=1)
@@ -467,7 +470,7 @@ class StateTracking(Study):
                 eval_lengths=tuple(cfg.eval_lengths), eval_samples=cfg.eval_samples, grad_clip=cfg.grad_clip,
                 lr_schedule=cfg.lr_schedule, init_seed=ctx.seed_for("init", t, mdl),
                 data_seed=ctx.seed_for("data", t, mdl),
-                task_seed=ctx.seed_for("task", t), log_every=cfg.log_every,
+                task_seed=ctx.seed_for("task", t), log_every=cfg.log_every, device=ctx.device,
             ))
         return specs
 
@@ -483,7 +486,7 @@ class StateTracking(Study):
         specs.sort(key=lambda s: -cost.get(s.model, 1.0) * (6.0 if s.task.startswith(("a", "s5")) else 1.0))
         results = []
         workers = min(cfg.workers, len(specs))
-        if workers > 1 and not mp.current_process().daemon:
+        if workers > 1 and not mp.current_process().daemon and ctx.device == "cpu":
             ctx.log(f"training {len(specs)} (task, model) ensembles of {cfg.seeds} seeds on {workers} processes")
             # fork (one torch thread already set) needs no importable __main__; spawn elsewhere
             method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
@@ -586,15 +589,16 @@ class StateTracking(Study):
         lengths = [int(k) for k in metrics["lengths"]]
         fig, axes = plt.subplots(1, len(tasks), figsize=(3.0 * len(tasks), 2.9), sharey=True, squeeze=False)
         for ax, t in zip(axes[0], tasks, strict=True):
-            for mdl in models:
+            for i, mdl in enumerate(models):
                 if t not in acc[mdl]:
                     continue
                 seeds = metrics["acc_seeds"][mdl][t]
                 med = [np.median(seeds[str(k)]) for k in lengths]
                 lo = [np.min(seeds[str(k)]) for k in lengths]
                 hi = [np.max(seeds[str(k)]) for k in lengths]
-                (line,) = ax.plot(lengths, med, marker="o", ms=3, label=mdl)
-                ax.fill_between(lengths, lo, hi, color=line.get_color(), alpha=0.15)
+                color = f"C{i % 10}"  # fixed per model, so panels with fewer models keep the legend's colours
+                ax.plot(lengths, med, marker="o", ms=3, label=mdl, color=color)
+                ax.fill_between(lengths, lo, hi, color=color, alpha=0.12)
             ax.axhline(metrics["chance"][t][longest], color="gray", ls=":", lw=1)
             ax.axvspan(metrics["config"]["train_min_len"], metrics["config"]["train_max_len"], color="gray",
                        alpha=0.1)
@@ -602,8 +606,11 @@ class StateTracking(Study):
             ax.set_title(t, fontsize=9)
             ax.set_xlabel("test length")
         axes[0][0].set_ylabel("accuracy (median, min-max over seeds)", fontsize=8)
-        handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="center right", fontsize=7)
+        handles = {}
+        for ax in axes[0]:
+            for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+                handles.setdefault(lab, h)
+        fig.legend(list(handles.values()), list(handles), loc="center right", fontsize=7)
         fig.tight_layout(rect=(0, 0, 0.87, 1))
         paths.append(ctx.figures_dir / "state-tracking-length.png")
         fig.savefig(paths[-1], dpi=100)
