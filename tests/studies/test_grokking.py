@@ -25,6 +25,14 @@ from genlab.studies.grokking import (
 )
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
 def test_modular_tables_are_exact():
     a, b, c = modular_table(7, "sub")
     assert len(a) == 49 and np.all((b + c) % 7 == a)

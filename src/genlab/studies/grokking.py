@@ -510,8 +510,8 @@ class Grokking(Study):
         digits_off: int = 60
         digits_lr: float = 0.01
         digits_batch: int = 64
-        digits_ascent_lambda: float = 1.0
-        digits_suppress_lambda: float = 0.3
+        digits_ascent_lambda: float = 0.7
+        digits_suppress_lambda: float = 0.2
         # onset detection and claim thresholds
         onset_threshold: float = 0.5
         gen_threshold: float = 0.95
@@ -719,6 +719,6 @@ class Grokking(Study):
             ax.legend(fontsize=7)
         fig.tight_layout()
         path = ctx.figures_dir / "grokking.png"
-        fig.savefig(path, dpi=80)
+        fig.savefig(path, dpi=70)
         plt.close(fig)
         return [path]
