@@ -108,7 +108,7 @@ def linear_recurrence_loop(a: Tensor, b: Tensor, h0: Tensor | None = None, dim: 
     dim = dim % a.ndim
     h = torch.zeros_like(b.select(dim, 0)) if h0 is None else h0.expand_as(b.select(dim, 0))
     states = []
-    for t in range(a.shape[dim]):
-        h = a.select(dim, t) * h + b.select(dim, t)
+    for a_t, b_t in zip(a.unbind(dim), b.unbind(dim), strict=True):  # unbind: O(T) backward, not O(T²)
+        h = a_t * h + b_t
         states.append(h)
     return torch.stack(states, dim=dim)
