@@ -114,3 +114,22 @@ def test_execute_rejects_non_dict_metrics(tmp_path, monkeypatch):
     monkeypatch.setattr(toy_studies.ToyMean, "run", lambda self, cfg, ctx: [1, 2])
     with pytest.raises(Exception, match="must return a dict"):
         execute(RunSpec("toy-mean", "smoke", root=str(tmp_path)))
+
+
+def test_global_generators_are_seeded_per_run(tmp_path, monkeypatch):
+    import random
+
+    import numpy as np
+    import torch
+    import toy_studies
+
+    def run(self, cfg, ctx):
+        return {"py": random.random(), "np": float(np.random.rand()), "torch": float(torch.rand(1))}
+
+    monkeypatch.setattr(toy_studies.ToyMean, "run", run)
+    monkeypatch.setattr(toy_studies.ToyMean, "figures", lambda self, m, ctx: [])
+    a = run_study("toy-mean", "smoke", seed=5, root=tmp_path / "a").metrics
+    random.random(), np.random.rand(), torch.rand(3)  # disturb the global state between runs
+    b = run_study("toy-mean", "smoke", seed=5, root=tmp_path / "b").metrics
+    c = run_study("toy-mean", "smoke", seed=6, root=tmp_path / "c").metrics
+    assert a == b and a != c

@@ -97,6 +97,7 @@ def execute(spec: RunSpec) -> RunResult:
     started = datetime.now(UTC).isoformat(timespec="seconds")
     atomic_write_json(path / "env.json", {"status": "running", "started": started})
     ctx = RunContext(seed=spec.seed, out_dir=path, cfg=cfg, device=spec.device, quiet=spec.quiet)
+    seed_global_generators(ctx.seed_for("global"))
     study = study_cls()
     t0 = time.perf_counter()
     metrics = to_jsonable(study.run(cfg, ctx))
@@ -110,6 +111,22 @@ def execute(spec: RunSpec) -> RunResult:
     atomic_write_json(path / "env.json", _env(spec, started, wall, figures))
     result.metrics, result.verdicts, result.wall_time = metrics, verdicts, wall
     return result
+
+
+def seed_global_generators(seed: int) -> None:
+    """Seed Python's, numpy's and torch's global generators, so that code which draws from them (rather than
+    from ``ctx.rng``) is still the same for the same run seed in any process."""
+    import random
+
+    import numpy as np
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.manual_seed(seed)
 
 
 def _env(spec: RunSpec, started: str, wall: float, figures: list[Path]) -> dict[str, Any]:
