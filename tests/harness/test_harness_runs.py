@@ -133,3 +133,13 @@ def test_global_generators_are_seeded_per_run(tmp_path, monkeypatch):
     b = run_study("toy-mean", "smoke", seed=5, root=tmp_path / "b").metrics
     c = run_study("toy-mean", "smoke", seed=6, root=tmp_path / "c").metrics
     assert a == b and a != c
+
+
+def test_store_files_get_ordinary_permissions(tmp_path):
+    import stat
+
+    from genlab.harness.io import _umask
+
+    r = run_study("toy-mean", "smoke", root=tmp_path)
+    mode = stat.S_IMODE((r.run_dir / "metrics.json").stat().st_mode)
+    assert mode == 0o666 & ~_umask()
