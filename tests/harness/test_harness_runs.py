@@ -143,3 +143,13 @@ def test_store_files_get_ordinary_permissions(tmp_path):
     r = run_study("toy-mean", "smoke", root=tmp_path)
     mode = stat.S_IMODE((r.run_dir / "metrics.json").stat().st_mode)
     assert mode == 0o666 & ~_umask()
+
+
+def test_studies_run_their_own_jobs_serially_inside_runner_workers(tmp_path, monkeypatch):
+    from genlab.harness.context import RunContext
+
+    ctx = RunContext(seed=0, out_dir=tmp_path)
+    monkeypatch.delenv("GENLAB_WORKER", raising=False)
+    assert ctx.processes(4) == 4 and ctx.processes(0) == 1
+    monkeypatch.setenv("GENLAB_WORKER", "1")
+    assert ctx.processes(4) == 1

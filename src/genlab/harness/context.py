@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import pickle
 import sys
 from collections.abc import Iterable, Iterator
@@ -48,6 +49,12 @@ class RunContext:
         g = torch.Generator(device="cpu")
         g.manual_seed(self.seed_for(*stream))
         return g
+
+    # -- parallelism inside a run -------------------------------------------------------------
+    def processes(self, requested: int) -> int:
+        """How many processes a study may start for its own independent jobs: ``requested``, or 1 when this
+        run already executes in a runner's worker (process pool or Ray), where the runner owns the cores."""
+        return 1 if os.environ.get("GENLAB_WORKER") == "1" else max(1, requested)
 
     # -- paths --------------------------------------------------------------------------------
     @property

@@ -623,7 +623,7 @@ class Grokking(Study):
                         seeds = tuple(ctx.seed_for(kind, i) for kind in ("digits", "digits-init", "digits-b"))
                         specs.append(("digits", "digits", arm, i, seeds))
         cfg_dict = dataclasses.asdict(cfg)
-        results = _map_jobs([(cfg_dict, spec) for spec in specs], cfg.workers)
+        results = _map_jobs([(cfg_dict, spec) for spec in specs], ctx.processes(cfg.workers))
         for (task, op, arm, i, _), (series, summ) in zip(specs, results):
             if task == "modular":
                 metrics["series"][f"modular/{op}/{arm}/{i}"] = series

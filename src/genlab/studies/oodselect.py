@@ -326,7 +326,7 @@ class OODSelectStudy(Study):
             pc = PoolConfig(runs=cfg.runs, checkpoints=tuple(sorted(cfg.checkpoints)), pixel_noise=cfg.pixel_noise,
                             p_neutral=cfg.p_neutral, spurious_scale=cfg.spurious_scale, lr=cfg.lr,
                             seed=ctx.seed_for("pool", ps))
-            pool = build_pool(pc, workers=cfg.workers, cache_dir=cache, log=ctx.log)
+            pool = build_pool(pc, workers=ctx.processes(cfg.workers), cache_dir=cache, log=ctx.log)
             cor, acc, grp = pool["correct"].astype(np.float64), pool["id_acc"], pool["group_ood"]
             rev = grp == REVERSED
             n = cor.shape[1]

@@ -485,7 +485,7 @@ class StateTracking(Study):
         cost = {"full": 8.0, "full+add": 8.0, "lstm": 5.0, "block2": 3.0, "block4": 3.0}
         specs.sort(key=lambda s: -cost.get(s.model, 1.0) * (6.0 if s.task.startswith(("a", "s5")) else 1.0))
         results = []
-        workers = min(cfg.workers, len(specs))
+        workers = min(ctx.processes(cfg.workers), len(specs))
         if workers > 1 and not mp.current_process().daemon and ctx.device == "cpu":
             ctx.log(f"training {len(specs)} (task, model) ensembles of {cfg.seeds} seeds on {workers} processes")
             # fork (one torch thread already set) needs no importable __main__; spawn elsewhere

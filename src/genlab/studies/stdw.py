@@ -407,10 +407,11 @@ class STDWStudy(Study):
                          epochs_per_step=cfg.epochs_per_step, confidence_q=cfg.confidence_q)
         jobs = [(ds, ctx.seed_for(ds, s), cfg.n_domains, cfg.per_domain, tc, tuple(cfg.arms), cfg.labels)
                 for ds in cfg.datasets for s in range(cfg.seeds)]
-        if cfg.workers > 1:
+        workers = ctx.processes(cfg.workers)
+        if workers > 1:
             import multiprocessing as mp
 
-            with ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("spawn")) as ex:
+            with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
                 results = list(ex.map(_job, jobs))
         else:
             results = [_job(j) for j in jobs]
