@@ -153,3 +153,8 @@ def test_studies_run_their_own_jobs_serially_inside_runner_workers(tmp_path, mon
     assert ctx.processes(4) == 4 and ctx.processes(0) == 1
     monkeypatch.setenv("GENLAB_WORKER", "1")
     assert ctx.processes(4) == 1
+
+
+def test_by_seeds_treats_an_undecidable_seed_as_inconclusive():
+    assert by_seeds([True, None]).held is None and by_seeds([True, None]).numbers == {"seeds_held": "1/2"}
+    assert by_seeds([1, True]).held is True

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from genlab.data.modular import modular_split, modular_table, one_hot_pairs, token_sequences, vocab_size
+from genlab.harness.claims import unanimous
 from genlab.measures.flatness import relative_flatness
 from genlab.measures.neural_collapse import neural_collapse
 from genlab.nn.mlp import MLP
@@ -15,7 +16,6 @@ from genlab.studies.grokking import (
     check_ascent,
     check_kappa_window,
     check_suppress,
-    combine,
     first_crossing,
     late_mean,
     measure,
@@ -76,8 +76,8 @@ def test_onset_helpers():
     assert first_crossing(steps, [0.0, 0.2, 0.3, 0.4], 0.5) is None
     assert value_at(steps, [1.0, 10.0, 100.0, 1000.0], 150) == pytest.approx(10**1.5)
     assert late_mean([100.0, 1.0, 4.0, 1.0, 1.0, 1.0, 2.0, 8.0], fraction=0.25) == pytest.approx(4.0)
-    assert combine([True, True]) is True and combine([False, False]) is False
-    assert combine([True, False]) is None and combine([True, None]) is None and combine([]) is None
+    assert unanimous([True, True]) is True and unanimous([False, False]) is False
+    assert unanimous([True, False]) is None and unanimous([True, None]) is None and unanimous([]) is None
 
 
 def test_summarise_finds_window_values():

@@ -32,12 +32,20 @@ def evidence(held: bool | None, note: str = "", **numbers: Any) -> Evidence:
     return Evidence(None if held is None else bool(held), {k: _plain(v) for k, v in numbers.items()}, note)
 
 
-def by_seeds(held_per_seed: list[bool], note: str = "", **numbers: Any) -> Evidence:
-    """Verdict over seeds: all agree -> that verdict; seeds disagree -> inconclusive."""
-    held_per_seed = [bool(h) for h in held_per_seed]
-    n_true = sum(held_per_seed)
-    held = True if n_true == len(held_per_seed) else False if n_true == 0 else None
-    return evidence(held, note, seeds_held=f"{n_true}/{len(held_per_seed)}", **numbers)
+def unanimous(helds: list[bool | None]) -> bool | None:
+    """All True -> True, all False -> False; mixed, empty, or any undecidable (None) entry -> None."""
+    if helds and all(h is True for h in helds):
+        return True
+    if helds and all(h is False for h in helds):
+        return False
+    return None
+
+
+def by_seeds(held_per_seed: list[bool | None], note: str = "", **numbers: Any) -> Evidence:
+    """Verdict over seeds: all agree -> that verdict; seeds disagree (or one is undecidable) -> inconclusive."""
+    held_per_seed = [None if h is None else bool(h) for h in held_per_seed]
+    n_true = sum(h is True for h in held_per_seed)
+    return evidence(unanimous(held_per_seed), note, seeds_held=f"{n_true}/{len(held_per_seed)}", **numbers)
 
 
 @dataclass(frozen=True)

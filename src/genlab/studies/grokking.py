@@ -29,6 +29,7 @@ from torch import nn
 from genlab.data.digits import digits_split
 from genlab.data.modular import OPERATIONS, modular_split, one_hot_pairs, token_sequences, vocab_size
 from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
+from genlab.harness.claims import unanimous
 from genlab.harness.torch_setup import setup_torch
 from genlab.measures.flatness import flatness_penalty, softmax_ce_flatness_terms
 from genlab.measures.neural_collapse import nc1, nc2, nc3, nc4, ncc
@@ -77,15 +78,6 @@ def late_mean(values: list[float] | np.ndarray, fraction: float = 0.25) -> float
     v = np.asarray(values, dtype=float)
     tail = v[-max(1, int(round(fraction * len(v)))) :]
     return float(np.exp(np.mean(np.log(np.maximum(tail, 1e-300)))))
-
-
-def combine(helds: list[bool | None]) -> bool | None:
-    """Seeds → verdict: all True → True, all False → False, anything else (mixed or undecidable) → None."""
-    if helds and all(h is True for h in helds):
-        return True
-    if helds and all(h is False for h in helds):
-        return False
-    return None
 
 
 # -- training ------------------------------------------------------------------------------------------------
@@ -249,7 +241,7 @@ def check_kappa_window(m: dict) -> Any:
             before.append(r["kappa_bound_lo"] / r["kappa_bound_mem"])
             helds.append(ratio <= 1.0 / thr)
     return evidence(
-        combine(helds),
+        unanimous(helds),
         note="None per run = no onset within the budget; kappa_lo_over_mem = drop already before the window",
         runs_held=f"{sum(h is True for h in helds)}/{len(helds)}",
         kappa_hi_over_lo=[round(v, 4) for v in ratios],
@@ -271,7 +263,7 @@ def check_nc_early(m: dict) -> Any:
             nc1_ratios.append(r["nc1_lo"] / r["nc1_mem"])
             helds.append(ratio <= 1.0 / thr)
     return evidence(
-        combine(helds),
+        unanimous(helds),
         runs_held=f"{sum(h is True for h in helds)}/{len(helds)}",
         ncc_lo_over_mem=[round(v, 4) for v in ratios],
         nc1_lo_over_mem=[round(v, 4) for v in nc1_ratios],
@@ -296,7 +288,7 @@ def check_kappa_times_onset(m: dict) -> Any:
             k_share.append(round(shares[0], 3))
             n_share.append(round(shares[1], 3))
             helds.append(None if any(map(math.isnan, shares)) else shares[0] > shares[1])
-    return evidence(combine(helds), kappa_share_in_window=k_share, ncc_share_in_window=n_share)
+    return evidence(unanimous(helds), kappa_share_in_window=k_share, ncc_share_in_window=n_share)
 
 
 def check_ascent(m: dict) -> Any:
@@ -312,7 +304,7 @@ def check_ascent(m: dict) -> Any:
         else:
             helds.append(a["onset"] is not None and a["onset"] >= off)
     return evidence(
-        combine(helds),
+        unanimous(helds),
         note="held per seed: baseline onset < switch-off <= ascent onset",
         switch_off=off,
         baseline_onset=base_on,
@@ -344,7 +336,7 @@ def check_suppress(m: dict) -> Any:
         effective = up >= raise_ and up_on >= raise_on
         helds.append(r <= tol if effective else None)  # collapse not suppressed: undecidable
     return evidence(
-        combine(helds),
+        unanimous(helds),
         note="seeds where NCC was not raised at the onset and late are undecidable",
         onset_ratio=ratios,
         ncc_ratio_at_onset=raised_on,
@@ -363,7 +355,7 @@ def check_digits_ascent(m: dict) -> Any:
         gaps.append(round(gap, 4))
         finals.append(round(fin, 4))
         helds.append(gap >= margin and fin <= 0.02)
-    return evidence(combine(helds), gap_at_switch_off=gaps, final_gap=finals, margin=margin)
+    return evidence(unanimous(helds), gap_at_switch_off=gaps, final_gap=finals, margin=margin)
 
 
 def check_digits_suppress(m: dict) -> Any:
@@ -375,7 +367,7 @@ def check_digits_suppress(m: dict) -> Any:
         raised.append(round(up, 3))
         gaps.append(round(gap, 4))
         helds.append(gap <= 0.02 if up >= m["thresholds"]["ncc_raise"] else None)
-    return evidence(combine(helds), final_gap=gaps, late_ncc_ratio=raised)
+    return evidence(unanimous(helds), final_gap=gaps, late_ncc_ratio=raised)
 
 
 # -- jobs (top level, so a process pool can run them) ---------------------------------------------------------
