@@ -129,6 +129,7 @@ def _detect(t: str) -> str | None:
     describe=lambda kw: f"Respond only in {LANGUAGES.get(kw['language'], kw['language'])}; no other language.",
     sample=lambda r, c: {"language": r.choice(list(LANGUAGES))},
     fixed="an undetectable language counts as not followed (reference: followed)",
+    prepare=langid.expect,
 )
 def _language(t, kw, fixed):
     code = _detect(t)
@@ -441,6 +442,7 @@ def _case_lang(t: str, fixed: bool, upper: bool) -> tuple[bool, str]:
     "change_case:english_capital", "ifeval", "English, all capital letters",
     describe=lambda kw: "Write your entire response in English, using capital letters only.",
     fixed="an undetectable language counts as not followed",
+    prepare=lambda texts: langid.expect(t for t in texts if t.isupper()),
 )
 def _english_capital(t, kw, fixed):
     return _case_lang(t, fixed, True)
@@ -450,6 +452,7 @@ def _english_capital(t, kw, fixed):
     "change_case:english_lowercase", "ifeval", "English, all lowercase",
     describe=lambda kw: "Write your entire response in English, in lowercase letters only; no capitals.",
     fixed="an undetectable language counts as not followed",
+    prepare=lambda texts: langid.expect(t for t in texts if t.islower()),
 )
 def _english_lower(t, kw, fixed):
     return _case_lang(t, fixed, False)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from genlab.ifbench.data import PromptItem, strip_thinking
-from genlab.ifbench.registry import SEMANTICS, get
+from genlab.ifbench.registry import SEMANTICS, get, prepare
 
 __all__ = [
     "EvalResult",
@@ -144,49 +144,63 @@ class EvalResult:
         return out
 
 
-def _check_prompt(item: PromptItem, response: str | None, semantics: str) -> PromptResult:
-    if response is None:
-        ins = [
-            InstructionResult(cid, False, False, "no response for this prompt", skipped=j in item.unknown)
-            for j, cid in enumerate(item.instruction_id_list)
-        ]
-        return PromptResult(item.key, item.prompt, "", item.instruction_id_list, ins, missing=True)
-    variants = loose_variants(response)
-    nonempty = bool(response.strip())
+def _distinct_variants(response: str) -> list[tuple[str, str]]:
+    """The loose variants after the response itself that differ from it and from each other and are not
+    blank, with their names, in the reference's order (a repeated variant cannot change the verdict)."""
+    seen = {response}
     out = []
-    for j, (cid, kw) in enumerate(zip(item.instruction_id_list, item.kwargs)):
-        if j in item.unknown:
-            out.append(InstructionResult(cid, False, False, "unknown instruction id (skipped)", skipped=True))
-            continue
-        c = get(cid)
-        if nonempty:
-            v = c.check(response, kw, semantics=semantics)
-            strict, reason = v.ok, v.reason
-        else:
-            strict, reason = False, "empty response"
-        loose, lv = strict, ("full" if strict else None)
-        if not strict:
-            seen = {response}
-            for name, text in zip(VARIANT_NAMES[1:], variants[1:]):
-                if text in seen or not text.strip():
-                    continue
-                seen.add(text)
-                if c.check(text, kw, semantics=semantics).ok:
-                    loose, lv = True, name
-                    break
-        out.append(InstructionResult(cid, strict, loose, reason, lv))
-    return PromptResult(item.key, item.prompt, response, item.instruction_id_list, out)
+    for name, text in zip(VARIANT_NAMES[1:], loose_variants(response)[1:]):
+        if text not in seen and text.strip():
+            seen.add(text)
+            out.append((name, text))
+    return out
+
+
+def _worker(args: tuple[list[PromptItem], list[str | None], str]) -> list[PromptResult]:
+    """Strict verdicts for every instruction, then the loose variants of the instructions that failed."""
+    items, resps, semantics = args
+    fixed = semantics == "fixed"
+    todo = []  # (prompt, instruction, constraint, normalised kwargs) of every instruction with a response
+    for i, (item, response) in enumerate(zip(items, resps)):
+        if response is not None and response.strip():
+            for j, cid in enumerate(item.instruction_id_list):
+                if j not in item.unknown:
+                    c = get(cid)
+                    todo.append((i, j, c, c.normalize(item.kwargs[j])))
+    prepare((c, resps[i]) for i, _, c, _ in todo)
+    strict = {(i, j): c.check_normalized(resps[i], kw, fixed) for i, j, c, kw in todo}
+    failed = [t for t in todo if not strict[t[0], t[1]].ok]
+    variants = {i: _distinct_variants(resps[i]) for i, _, _, _ in failed}
+    prepare((c, text) for i, _, c, _ in failed for _, text in variants[i])
+    loose = {}
+    for i, j, c, kw in failed:
+        loose[i, j] = next((name for name, text in variants[i] if c.check_normalized(text, kw, fixed)), None)
+    results = []
+    for i, (item, response) in enumerate(zip(items, resps)):
+        ins = []
+        for j, cid in enumerate(item.instruction_id_list):
+            if response is None:
+                reason = "no response for this prompt"
+                ins.append(InstructionResult(cid, False, False, reason, skipped=j in item.unknown))
+            elif j in item.unknown:
+                ins.append(InstructionResult(cid, False, False, "unknown instruction id (skipped)", skipped=True))
+            elif (i, j) not in strict:
+                ins.append(InstructionResult(cid, False, False, "empty response"))
+            elif strict[i, j].ok:
+                ins.append(InstructionResult(cid, True, True, strict[i, j].reason, "full"))
+            else:
+                lv = loose[i, j]
+                ins.append(InstructionResult(cid, False, lv is not None, strict[i, j].reason, lv))
+        results.append(
+            PromptResult(item.key, item.prompt, response or "", item.instruction_id_list, ins, missing=response is None)
+        )
+    return results
 
 
 def _lookup(responses: Mapping[str, str], prompt: str) -> str | None:
     if prompt in responses:
         return responses[prompt]
     return responses.get(prompt.strip())
-
-
-def _worker(args: tuple[list[PromptItem], list[str | None], str]) -> list[PromptResult]:
-    items, resps, semantics = args
-    return [_check_prompt(it, r, semantics) for it, r in zip(items, resps)]
 
 
 def evaluate(

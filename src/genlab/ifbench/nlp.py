@@ -162,9 +162,17 @@ def reset(mode: str | None = None) -> None:
     global _S
     _S = _State()
     _S.mode = mode
+    clear_caches()
+
+
+def clear_caches() -> None:
+    """Forget every per-text result (tokenisations, Punkt decisions); loaded data stays. For benchmarks."""
     _cached_sent.cache_clear()
     _cached_words.cache_clear()
+    _sentence_words.cache_clear()
     _cached_regex_split.cache_clear()
+    if _S.sent_tok is not None and hasattr(_S.sent_tok.text_contains_sentbreak, "cache_clear"):
+        _S.sent_tok.text_contains_sentbreak.cache_clear()
 
 
 def data_mode() -> str:
@@ -246,6 +254,9 @@ def _sent_tokenizer() -> Any:
             )
         except Exception:  # pragma: no cover - NLTK internals changed: use it as is
             _S.sent_tok = punkt.PunktSentenceTokenizer(_load_params(punkt))
+        # Punkt decides every candidate break from its short context ("word. Next") alone, with fixed parameters:
+        # memoise that decision (the loose variants of a response repeat nearly all of its contexts)
+        _S.sent_tok.text_contains_sentbreak = functools.lru_cache(maxsize=65536)(_S.sent_tok.text_contains_sentbreak)
     return _S.sent_tok
 
 
@@ -270,10 +281,14 @@ def _cached_sent(text: str) -> tuple[str, ...]:
     return tuple(_sent_tokenizer().tokenize(text))
 
 
+@functools.lru_cache(maxsize=65536)
+def _sentence_words(sentence: str) -> tuple[str, ...]:
+    return tuple(_word_tokenizer().tokenize(sentence))
+
+
 @functools.lru_cache(maxsize=8192)
 def _cached_words(text: str) -> tuple[str, ...]:
-    wt = _word_tokenizer()
-    return tuple(tok for sent in _cached_sent(text) for tok in wt.tokenize(sent))
+    return tuple(tok for sent in _cached_sent(text) for tok in _sentence_words(sent))
 
 
 def sent_tokenize(text: str) -> list[str]:

@@ -109,6 +109,7 @@ class Constraint:
     _sample: SampleFn = field(repr=False)
     fixed_note: str = ""  # how semantics="fixed" differs (empty: identical)
     also_in: tuple[str, ...] = ()  # other families whose official files use this id
+    prepare: Callable[[list[str]], None] | None = field(default=None, repr=False)  # batch work before checks
 
     @property
     def category(self) -> str:
@@ -129,9 +130,12 @@ class Constraint:
         """Verdict for ``text``. Never raises on any string; bad kwargs raise :class:`KwargsError`."""
         if semantics not in SEMANTICS:
             raise ValueError(f"semantics must be one of {SEMANTICS}, got {semantics!r}")
-        kw = self.normalize(kwargs)
+        return self.check_normalized(text, self.normalize(kwargs), semantics == "fixed")
+
+    def check_normalized(self, text: str, kwargs: dict[str, Any], fixed: bool) -> Verdict:
+        """:meth:`check` with kwargs that :meth:`normalize` returned (the evaluator normalises them once)."""
         try:
-            ok, reason = self._check(text, kw, semantics == "fixed")
+            ok, reason = self._check(text, kwargs, fixed)
         except Exception as e:  # a checker bug must not take down an evaluation run
             return Verdict(False, f"checker error ({type(e).__name__}: {e}); counted as not followed")
         return Verdict(bool(ok), reason)
@@ -160,8 +164,11 @@ def register(
     sample: SampleFn | None = None,
     fixed: str = "",
     also_in: tuple[str, ...] = (),
+    prepare: Callable[[list[str]], None] | None = None,
 ) -> Callable[[CheckFn], CheckFn]:
-    """Decorator registering a checker function ``f(text, kwargs, fixed) -> (ok, reason)`` under ``cid``."""
+    """Decorator registering a checker function ``f(text, kwargs, fixed) -> (ok, reason)`` under ``cid``.
+    ``prepare(texts)``, if given, is called by the evaluator with every text it is about to check, so that
+    costly per-text work (language detection) can be done for all of them at once."""
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r}")
 
@@ -169,7 +176,7 @@ def register(
         if cid in _REGISTRY:
             raise ValueError(f"duplicate instruction id {cid!r}")
         _REGISTRY[cid] = Constraint(
-            cid, family, summary, tuple(params), fn, describe, sample or (lambda r, c: {}), fixed, also_in
+            cid, family, summary, tuple(params), fn, describe, sample or (lambda r, c: {}), fixed, also_in, prepare
         )
         return fn
 
@@ -192,6 +199,17 @@ def get(cid: str) -> Constraint:
         near = difflib.get_close_matches(str(cid), list(_REGISTRY), n=3)
         hint = f"; did you mean {', '.join(near)}?" if near else ""
         raise UnknownInstructionError(f"unknown instruction id {cid!r}{hint}") from None
+
+
+def prepare(checks: Iterable[tuple[Constraint, str]]) -> None:
+    """Show constraints that batch costly work (language detection) every text they are about to check;
+    verdicts do not change, they only come faster."""
+    texts: dict[Callable[[list[str]], None], list[str]] = {}
+    for c, text in checks:
+        if c.prepare is not None:
+            texts.setdefault(c.prepare, []).append(text)
+    for fn, batch in texts.items():
+        fn(batch)
 
 
 def ids(family: str | None = None) -> list[str]:

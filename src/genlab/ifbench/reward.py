@@ -22,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from genlab.ifbench.data import parse_ground_truth, strip_thinking
-from genlab.ifbench.registry import get
+from genlab.ifbench.registry import get, prepare
 
 __all__ = ["IFReward", "constraint_verdicts", "ifeval_reward", "score_batch"]
 
@@ -70,6 +70,8 @@ def ifeval_reward(
 
 def _score_chunk(args: tuple[list[str], list[Any], dict[str, Any]]) -> list[float]:
     preds, gts, options = args
+    answers = [answer_text(p, options.get("strip_think", True)) for p in preds]
+    prepare((get(cid), a) for g, a in zip(gts, answers) if a for cid in parse_ground_truth(g)[0])
     return [ifeval_reward(p, g, **options) for p, g in zip(preds, gts)]
 
 
