@@ -1,6 +1,8 @@
+import copy
+
 import torch
 
-from genlab.nn.causal_lm import TinyLM, completion_mask, group_advantages, grpo_loss
+from genlab.nn.causal_lm import TinyLM, completion_mask, group_advantages, grpo_loss, policy_gradient_step
 
 
 def test_group_advantages_are_normalised_within_groups():
@@ -51,3 +53,27 @@ def test_sampling_shapes_greedy_determinism_and_padding_after_eos():
     for row in s.tolist():
         if 3 in row:
             assert all(t == 0 for t in row[row.index(3) + 1 :])
+
+
+def test_completion_mask_accepts_several_end_tokens():
+    comp = torch.tensor([[5, 9, 7, 3], [5, 3, 9, 9], [5, 5, 5, 5]])
+    assert completion_mask(comp, eos=[3, 9]).tolist() == [[1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 1, 1]]
+    assert completion_mask(comp, eos=[3]).tolist() == completion_mask(comp, eos=3).tolist()
+
+
+def test_policy_gradient_step_in_micro_batches_makes_the_same_update():
+    torch.manual_seed(0)
+    base = TinyLM(8, d_model=16, n_heads=2, n_layers=1, max_len=8)
+    prompts = torch.tensor([[1, 2], [1, 2], [1, 4], [1, 4]])
+    comps = torch.tensor([[4, 3, 0], [5, 6, 3], [6, 3, 0], [7, 7, 7]])
+    adv = group_advantages(torch.tensor([1.0, 0.0, 0.5, 1.0]), 2)
+    models = []
+    for micro in (0, 1, 3):
+        model = copy.deepcopy(base)
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        policy_gradient_step(model, opt, prompts, comps, adv, eos=3, ref=base, beta=0.1, micro_batch=micro)
+        models.append(model)
+    for other in models[1:]:
+        for p, q in zip(models[0].parameters(), other.parameters()):
+            assert torch.allclose(p, q, atol=1e-6)
+    assert any(not torch.equal(p, q) for p, q in zip(base.parameters(), models[0].parameters()))

@@ -104,12 +104,14 @@ def make_train(
     min_constraints: int = 1,
     seed: int = 0,
     max_tries: int = 50,
+    constraint_ids: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """``n`` unique training rows: ``{"key", "prompt", "base", "instruction_id_list", "kwargs"}``.
 
     Each row takes a base prompt and k ~ U{min..max} non-conflicting constraints with sampled kwargs; the prompt
-    is the base followed by each constraint's instruction text. Raises ValueError if ``n`` unique rows cannot be
-    drawn."""
+    is the base followed by each constraint's instruction text. ``constraint_ids`` replaces the pool of
+    :func:`train_ids` (e.g. IFBench's test ids, for held-out prompts built the same way). Raises ValueError if
+    ``n`` unique rows cannot be drawn."""
     if not 1 <= min_constraints <= max_constraints:
         raise ValueError(f"need 1 <= min_constraints <= max_constraints, got {min_constraints}, {max_constraints}")
     if n < 1:
@@ -117,7 +119,7 @@ def make_train(
     bases = list(base_prompts) if base_prompts is not None else default_base_prompts()
     if not bases:
         raise ValueError("no base prompts")
-    pool = train_ids()
+    pool = list(constraint_ids) if constraint_ids is not None else train_ids()
     rng = random.Random(seed)
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()

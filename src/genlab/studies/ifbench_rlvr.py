@@ -10,13 +10,17 @@ constraint-satisfying demonstrations of the same prompts. Both are scored by gen
 prompt level) on fresh in-domain prompts and on out-of-domain prompts whose (constraint, word) pairs never occur
 in training: keyword inclusion, first word and last word train on one half of the vocabulary and are tested on
 the other, and forbidden words the other way round.
+
+With ``--set model_path=DIR`` (a local ``transformers`` model with a chat template) the same GRPO runs on that
+model instead, in the paper's setting: make-train prompts, IFBench test constraints out of domain, and an SFT arm
+of rejection-sampling fine-tuning (see :mod:`genlab.studies._rlvr_hf` and the study's docs page).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -194,14 +198,40 @@ class IFBenchRLVR(Study):
         finetune_lr: float = 2e-3
         beta: float = 0.0
         eval_prompts: int = 200
+        # The paper-scale route: a local transformers model directory (empty: the tiny synthetic world). Then
+        # d_model, n_layers, pretrain_*, copy_prob, lr, finetune_lr and max_new are unused; the hf_* knobs apply.
+        model_path: str = ""
+        ood_prompts: str = ""  # with model_path: an IFBench-format prompt file for the out-of-domain split
+        hf_max_new: int = 512
+        hf_lr: float = 1e-6
+        hf_micro_batch: int = 8  # sequences per forward pass / generate call (gradients are accumulated)
+        hf_dtype: Literal["float32", "bfloat16"] = "float32"
 
         def validate(self) -> None:
             if self.group < 2:
                 raise ValueError("group must be >= 2 (GRPO normalises within a group)")
+            if self.model_path:
+                self._validate_hf()
+                return
+            if self.ood_prompts:
+                raise ValueError("ood_prompts applies only with model_path (the tiny world has its own OOD split)")
             if self.max_new < 16:
                 raise ValueError("max_new must be >= 16 (responses have up to 14 words, commas and an end token)")
             if not 1 <= self.max_constraints <= 3:
                 raise ValueError("max_constraints must be in 1..3")
+
+        def _validate_hf(self) -> None:
+            from genlab.nn.hf_policy import check_model_dir
+
+            check_model_dir(self.model_path)
+            if self.ood_prompts and not Path(self.ood_prompts).is_file():
+                raise ValueError(f"ood_prompts {self.ood_prompts!r} is not a file")
+            if not 1 <= self.max_constraints <= 5:
+                raise ValueError("max_constraints must be in 1..5")
+            if min(self.hf_max_new, self.prompts_per_step, self.eval_prompts, self.seeds) < 1 or self.hf_lr <= 0:
+                raise ValueError("hf_max_new, prompts_per_step, eval_prompts, seeds and hf_lr must be positive")
+            if self.hf_micro_batch < 0:
+                raise ValueError("hf_micro_batch must be >= 0 (0: the whole batch at once)")
 
     presets = {
         "smoke": {"seeds": 1, "pretrain_steps": 30, "finetune_steps": 4, "prompts_per_step": 4, "group": 4,
@@ -242,6 +272,10 @@ class IFBenchRLVR(Study):
         from genlab.harness.torch_setup import setup_torch
 
         setup_torch(1)
+        if cfg.model_path:
+            from genlab.studies._rlvr_hf import run_hf
+
+            return run_hf(cfg, ctx)
         acc: dict[str, dict[str, list[float]]] = {a: {"id": [], "ood": []} for a in ("base", "sft", "grpo")}
         curves = []
         for seed in ctx.progress(range(cfg.seeds), desc="seeds"):
@@ -319,7 +353,7 @@ class IFBenchRLVR(Study):
         import torch
 
         from genlab.ifbench.reward import score_batch
-        from genlab.nn.causal_lm import completion_mask, group_advantages, grpo_loss
+        from genlab.nn.causal_lm import group_advantages, policy_gradient_step
 
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.finetune_lr, weight_decay=0.0)
         curve = []
@@ -332,16 +366,8 @@ class IFBenchRLVR(Study):
             texts = [detokenize(row) for row in comp.tolist()]
             truths = [ground_truth(c) for c in prompts for _ in range(cfg.group)]
             rewards = torch.tensor(score_batch(texts, truths, workers=1, scale=1.0), dtype=torch.float32)
-            mask = completion_mask(comp, EOS)
-            logp = model.token_logprobs(x, comp)
-            ref_logp = None
-            if cfg.beta > 0:
-                with torch.no_grad():
-                    ref_logp = ref.token_logprobs(x, comp)
-            loss = grpo_loss(logp, mask, group_advantages(rewards, cfg.group), ref_logp, cfg.beta)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            advantages = group_advantages(rewards, cfg.group)
+            policy_gradient_step(model, opt, x, comp, advantages, eos=EOS, ref=ref, beta=cfg.beta)
             curve.append(float(rewards.mean()))
             ctx.record(seed=seed, step=step, reward=curve[-1])
         return curve
@@ -357,13 +383,14 @@ class IFBenchRLVR(Study):
         for j, split in enumerate(splits):
             means = [np.mean(metrics["acc"][a][split]) for a in arms]
             xs = np.arange(len(arms)) + (j - 0.5) * 0.38
-            ax1.bar(xs, means, width=0.36, label={"id": "in-domain", "ood": "unseen pairs"}[split])
+            ood = "unseen pairs" if "model" not in metrics else "IFBench constraints"
+            ax1.bar(xs, means, width=0.36, label={"id": "in-domain", "ood": ood}[split])
             for x, a in zip(xs, arms):
                 vals = metrics["acc"][a][split]
                 ax1.scatter([x] * len(vals), vals, color="k", s=10, zorder=3)
         ax1.set_xticks(range(len(arms)), ["base", "SFT", "GRPO"])
         ax1.set_ylabel("prompt-level strict accuracy")
-        ax1.set_title("genlab IFBench evaluator on the tiny LM")
+        ax1.set_title(f"genlab IFBench evaluator on {metrics.get('model', 'the tiny LM')}")
         ax1.legend()
         for curve in metrics["reward_curve"]:
             ax2.plot(curve, alpha=0.7)
