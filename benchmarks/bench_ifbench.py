@@ -14,6 +14,8 @@ all-caps / lowercase text and copies of the prompt, ~0.3–2 kB per response), t
   defining ``check_nltk_data``) verdict agreement per IFBench id on every loose variant, with the copy's
   sentence splitter switched to ``nltk.sent_tokenize`` as at IFBench HEAD. That copy is of an older epoch with
   some PR #34 fixes, so the differing ids must be read against docs/ifbench.md;
+* optionally (``--langdetect``) the labels of genlab's batched language detector vs seeded ``langdetect`` on
+  the responses, their loose variants and ~3,000 multilingual mixtures and random strings, with both CPU times;
 * optionally (``--ref-ifeval DIR``: a folder holding ``lm_eval/tasks/ifeval/*.py`` extracted from the
   ``lm-eval`` wheel, i.e. Google's IFEval checkers) instruction-level agreement with that reference on the
   IFEval file and the reference's own warm time with langdetect seeded.
@@ -167,6 +169,37 @@ def offline_agreement(prompt_file: Path, resp_file: Path) -> dict:
     return {"instructions": tot, "disagree": dis, "per_id": {k: v for k, v in per.items() if v[1]}}
 
 
+def langdetect_agreement(responses: list[str], n: int = 3000, seed: int = 1) -> dict:
+    """genlab's batched detector vs seeded ``langdetect`` itself: the benchmark's responses and their loose
+    variants, ``n`` mixtures of sentences in 17 languages/scripts, and random character soup."""
+    from genlab.ifbench import langid
+    from genlab.ifbench.evaluator import loose_variants
+
+    rng = random.Random(seed)
+    sentences = [
+        "Ceci est un petit texte en français, avec quelques mots.", "This is an English sentence about rivers.",
+        "Der schnelle braune Fuchs springt über den faulen Hund.", "これは日本語の文章です。",
+        "Hola, ¿cómo estás? Espero que todo vaya bien.", "Olá, tudo bem? Espero que sim, meu amigo.",
+        "Это русский текст о погоде.", "यह हिंदी में एक वाक्य है।", "Questo è un testo italiano.",
+        "Dit is een Nederlandse zin.", "这是一个中文句子。", "안녕하세요 반갑습니다", "Tiếng Việt có dấu",
+        "مرحبا بكم في المدينة", "HELLO WORLD", "12345", "x",
+    ]  # fmt: skip
+    soup = "aAbBzZ  ..,,\n\t1ÀéßİıŞș ț日本語カタカナひらがな한국어ثبتپی Ấ ẠxX--"
+    texts = list(dict.fromkeys(v for r in responses for v in loose_variants(r)))
+    texts += [" ".join(rng.choice(sentences) for _ in range(rng.randint(1, 6))) for _ in range(2 * n // 3)]
+    texts += ["".join(rng.choice(soup) for _ in range(rng.randint(0, 60))) for _ in range(n // 3)]
+    c = time.process_time()
+    ref = [langid._detect_reference(t) for t in texts]
+    ref_s = time.process_time() - c
+    langid.clear_cache()
+    c = time.process_time()
+    langid.detect_many(texts)
+    ours_s = time.process_time() - c
+    differ = [t for t, r in zip(texts, ref) if langid._MEMO[t] != r]
+    return {"texts": len(texts), "differ": len(differ), "langdetect_cpu_s": round(ref_s, 2),
+            "genlab_batched_cpu_s": round(ours_s, 2)}  # fmt: skip
+
+
 def load_lmeval_reference(ref_dir: Path):
     """Import Google's IFEval checkers as shipped in lm-eval (no lm-eval install needed)."""
     if "immutabledict" not in sys.modules:
@@ -247,6 +280,7 @@ def main() -> None:
     ap.add_argument("--ref-ifeval", type=Path, default=None)
     ap.add_argument("--ref-ifbench", type=Path, default=None)
     ap.add_argument("--skip-offline", action="store_true")
+    ap.add_argument("--langdetect", action="store_true", help="also compare language detection with langdetect")
     a = ap.parse_args()
     if not SHARED.exists():
         sys.exit(f"{SHARED} not found: the benchmark needs the official prompt files")
@@ -276,6 +310,8 @@ def main() -> None:
             line["vs_evalscope_copy"] = ifbench_copy_agreement(
                 a.ref_ifbench, rows, {r["prompt"]: r["response"] for r in resp_rows}
             )
+        if name == "ifeval" and a.langdetect:
+            line["langdetect_vs_genlab"] = langdetect_agreement([r["response"] for r in resp_rows])
         if name == "ifeval" and a.ref_ifeval:
             reg = load_lmeval_reference(a.ref_ifeval)
             resp = {r["prompt"]: r["response"] for r in resp_rows}
