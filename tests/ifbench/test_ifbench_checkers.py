@@ -167,6 +167,22 @@ def test_reference_bug_reproduced_exactly():
     assert registry.check("ratio:overlap", "abcd", kw).ok
 
 
+def test_reference_float_arithmetic_at_the_boundary():
+    # Found by benchmarks/bench_ifbench_official.py against allenai/IFBench's own checkers: the reference computes
+    # (k / n) * 100, which is not always 100 * k / n. 7 stop words among 25 words give 28.000000000000004%, over a
+    # 28% limit; 100 * 7 / 25 would be exactly 28 and pass. Same rule in both semantics.
+    text = " ".join(["the"] * 7 + ["river"] * 18)
+    for sem in ("reference", "fixed"):
+        assert not registry.check("ratio:stop_words", text, {"percentage": 28}, semantics=sem).ok
+        assert registry.check("ratio:stop_words", text, {"percentage": 29}, semantics=sem).ok
+    # ratio:overlap likewise: 14 shared out of 100 distinct character trigrams is 14.000000000000002%, just outside
+    # 12 ± 2 (and inside 16 ± 2).
+    ref = "abcdefghijklmnop"
+    text = ref + "".join(chr(0x4E00 + i) for i in range(86))
+    assert not registry.check("ratio:overlap", text, {"reference_text": ref, "percentage": 12}).ok
+    assert registry.check("ratio:overlap", text, {"reference_text": ref, "percentage": 16}).ok
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.text(max_size=300))
 def test_no_checker_raises_on_any_string(text):

@@ -74,7 +74,9 @@ def _stop_words(t, kw, fixed):
         return False, "no words"
     sw = nlp.stopwords()
     k = sum(1 for w in toks if w.lower() in sw)
-    pct = 100 * k / len(toks)
+    # (k / n) * 100 in this order, as the reference computes it: 100 * k / n rounds differently, e.g. 14 of 100
+    # words gives 14.000000000000002 here, which the reference judges as above a 14% limit
+    pct = (k / len(toks)) * 100
     return pct <= kw["percentage"], f"stop words are {pct:.1f}% of {len(toks)} words (limit {kw['percentage']}%)"
 
 
@@ -161,7 +163,7 @@ def _overlap(t, kw, fixed):
     ref = _word_trigrams(kw["reference_text"]) if fixed else _char_trigrams(kw["reference_text"])
     if not a:
         return False, "no trigrams"
-    ov = 100 * len(a & ref) / len(a)
+    ov = (len(a & ref) / len(a)) * 100  # the reference's float expression, so that verdicts at p±2 agree
     p = kw["percentage"]
     unit = "word" if fixed else "character"
     return p - 2 <= ov <= p + 2, f"{unit}-trigram overlap {ov:.1f}% (needs {p}±2%)"
