@@ -167,6 +167,22 @@ def test_reference_bug_reproduced_exactly():
     assert registry.check("ratio:overlap", "abcd", kw).ok
 
 
+def test_person_names_equal_one_word_boundary_search_per_name():
+    """count:person_names matches names as whole \\w+ runs; the reference searches \\bname\\b once per name."""
+    import re
+
+    from genlab.ifbench._words import PERSON_NAMES
+    from genlab.ifbench.checks_ifbench import _NAME_SET
+
+    rng = random.Random(3)
+    pieces = [*PERSON_NAMES[:12], "Leo's", "Leo_x", "Leo2", "2Leo", "LeoLeo", "Leoé", "éLeo", "-Leo-", "(Mia)",
+              "mia", "MIA", "Ava.Emma", "Zoe\n", "Noah–Liam", "the", "and", ",", " ", "\t", "ß", "日本"]  # fmt: skip
+    for _ in range(500):
+        text = "".join(rng.choice(pieces) + rng.choice(["", " ", "", "."]) for _ in range(rng.randint(0, 12)))
+        reference = {n for n in PERSON_NAMES if re.search(r"\b" + re.escape(n) + r"\b", text)}
+        assert _NAME_SET.intersection(re.findall(r"\w+", text)) == reference, text
+
+
 def test_reference_float_arithmetic_at_the_boundary():
     # Found by benchmarks/bench_ifbench_official.py against allenai/IFBench's own checkers: the reference computes
     # (k / n) * 100, which is not always 100 * k / n. 7 stop words among 25 words give 28.000000000000004%, over a
