@@ -170,7 +170,7 @@ def _worker(args: tuple[list[PromptItem], list[str | None], str]) -> list[Prompt
     prepare((c, resps[i]) for i, _, c, _ in todo)
     strict = {(i, j): c.check_normalized(resps[i], kw, fixed) for i, j, c, kw in todo}
     failed = [t for t in todo if not strict[t[0], t[1]].ok]
-    variants = {i: _distinct_variants(resps[i]) for i, _, _, _ in failed}
+    variants = {i: _distinct_variants(resps[i]) for i in {t[0] for t in failed}}
     prepare((c, text) for i, _, c, _ in failed for _, text in variants[i])
     loose = {}
     for i, j, c, kw in failed:
