@@ -183,17 +183,26 @@ def _prepare(text: str) -> str:
     from langdetect.detector import Detector
     from langdetect.utils.ngram import NGram
 
-    text = Detector.MAIL_RE.sub(" ", Detector.URL_RE.sub(" ", text))
-    ascii = text.isascii()  # then there is nothing to normalise for Vietnamese and no non-Latin character
-    if not ascii:
-        text = NGram.normalize_vi(text)
-    text = _SPACES.sub(" ", text[:MAX_TEXT])
-    if not ascii and 2 * len(_LATIN.findall(text)) < len(_NON_LATIN.findall(text)):
+    if "http" in text:
+        text = Detector.URL_RE.sub(" ", text)
+    if "@" in text:
+        text = Detector.MAIL_RE.sub(" ", text)
+    if text.isascii():  # nothing to normalise for Vietnamese, no non-Latin character: a byte table will do
+        return _SPACES.sub(" ", text[:MAX_TEXT]).encode("ascii").translate(_ascii_table()).decode("ascii")
+    text = _SPACES.sub(" ", NGram.normalize_vi(text)[:MAX_TEXT])
+    if 2 * len(_LATIN.findall(text)) < len(_NON_LATIN.findall(text)):
         text = _LATIN.sub("", text)
     for ch in set(text):
         if ord(ch) not in _NORM:
             _NORM[ord(ch)] = NGram.normalize(ch)
     return text.translate(_NORM)
+
+
+@functools.lru_cache(maxsize=1)
+def _ascii_table() -> bytes:
+    from langdetect.utils.ngram import NGram
+
+    return "".join(NGram.normalize(chr(i)) for i in range(128)).encode("ascii") + bytes(range(128, 256))
 
 
 def _word_grams(w: str) -> tuple[list[str], list[str]]:
@@ -223,40 +232,32 @@ def _word_grams(w: str) -> tuple[list[str], list[str]]:
     return inner, tail
 
 
-def _candidates(text: str) -> list[str]:
-    """All n-grams langdetect's ``_extract_ngrams`` visits in ``text`` (already prepared), before the profile
-    membership filter."""
-    out: list[str] = []
-    words = text.split(" ")
-    for k, w in enumerate(words):
-        if w:
-            inner, tail = _word_grams(w)
-            out += inner
-            if k < len(words) - 1:
-                out += tail
-    return out
-
-
 def _ngram_rows(text: str) -> list[int]:
     """Profile rows of the n-grams langdetect extracts from ``text`` (prepared), in its order."""
-    profiles = _profiles()
     cache = _WORD_ROWS
     if len(cache) > 200_000:
         cache.clear()
     out: list[int] = []
     words = text.split(" ")
-    last = len(words) - 1
-    for k, w in enumerate(words):
-        if not w:
-            continue
-        hit = cache.get(w)
-        if hit is None:
-            inner, tail = _word_grams(w)
-            hit = cache[w] = (profiles.rows(inner), profiles.rows(tail))
+    for w in words[:-1]:  # each word followed by a space: its n-grams and those the space adds
+        hit = cache.get(w) or _word_rows(w)
         out += hit[0]
-        if k < last:
-            out += hit[1]
-    return out
+    return out + _word_rows(words[-1])[1]
+
+
+def _word_rows(w: str) -> tuple[list[int], list[int]]:
+    """Profile rows of the n-grams of the word ``w`` followed by a space, and not followed by one (memoised)."""
+    hit = _WORD_ROWS.get(w)
+    if hit is None:
+        if w:
+            profiles = _profiles()
+            inner, tail = _word_grams(w)
+            inner_rows = profiles.rows(inner)
+            hit = (inner_rows + profiles.rows(tail), inner_rows)
+        else:  # between two spaces: nothing
+            hit = ([], [])
+        _WORD_ROWS[w] = hit
+    return hit
 
 
 # ------------------------------------------------------------------------------------------ the random stream
