@@ -16,29 +16,8 @@ WORDS = "write a poem about the sea in lowercase letters only please short long 
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-
-    path = tmp_path_factory.mktemp("tiny-lm")
-    vocab = {tok: i for i, tok in enumerate(["[PAD]", "[UNK]", "[EOS]", "user", "assistant", ":", *WORDS])}
-    core = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    core.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Whitespace()])
-    tok = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=core, pad_token="[PAD]", unk_token="[UNK]", eos_token="[EOS]"
-    )
-    tok.chat_template = (
-        "{% for m in messages %}{{ m['role'] }} : {{ m['content'] }} {% endfor %}"
-        "{% if add_generation_prompt %}assistant :{% endif %}"
-    )
-    torch.manual_seed(0)
-    config = transformers.GPT2Config(
-        vocab_size=len(vocab), n_positions=64, n_embd=16, n_layer=1, n_head=2,
-        pad_token_id=0, eos_token_id=2, bos_token_id=2,
-    )  # fmt: skip
-    transformers.GPT2LMHeadModel(config).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
+def tiny_model(build_tiny_chat_lm):
+    return build_tiny_chat_lm(WORDS)
 
 
 def test_batched_greedy_generation_is_deterministic_and_resumable(tiny_model, tmp_path):
