@@ -338,7 +338,8 @@ def _stream() -> _Stream | None:
 # ------------------------------------------------------------------------------------------------- detection
 
 
-_WINDOW = 1024  # stream words looked at first: 7 trials of 60 steps when at least 2 in 5 draws are accepted
+# Stream words looked at first (a power of two): 7 trials of 60 steps when at least 2 in 5 draws are accepted
+_WINDOW = 1024
 
 
 class _Draws:
@@ -355,10 +356,11 @@ class _Draws:
         shift = (32 - np.array([int(k).bit_length() for k in m])).astype(np.uint32)
         first = np.concatenate(([0], np.cumsum(m)[:-1])).astype(np.intp)  # start of each text in the rows
         r = stream.take(0, size)[None, :] >> shift[:, None]
-        text, at = np.nonzero(r < m[:, None])  # accepted draws, text by text, in stream order
-        self.at = at  # stream position of each accepted draw
-        self.row = np.concatenate(rows)[first[text] + r[text, at]]  # its profile row
-        self.key = text * (size + 1) + at  # sorted
+        flat = np.flatnonzero(r < m[:, None])  # accepted draws, text by text, in stream order
+        bits = size.bit_length() - 1  # size is a power of two
+        text, self.at = flat >> bits, flat & (size - 1)  # the text and the stream position of each accepted draw
+        self.row = np.concatenate(rows)[first[text] + r.ravel()[flat]]  # its profile row
+        self.key = flat + text  # = text * (size + 1) + position: sorted
         self.end = np.cumsum(np.bincount(text, minlength=len(rows)))  # one past each text's last draw
 
     def steps(self, texts: Any, pos: Any, n: int) -> tuple[Any, Any]:
