@@ -230,6 +230,31 @@ def test_our_tokenizers_equal_nltk_on_official_prompts():
         assert nlp.stopwords() == sw
 
 
+@pytest.mark.parametrize("mode", ["real", "offline"])
+def test_punkt_in_one_pass_equals_nltk_punkt(mode):
+    """Our one-pass rendering of Punkt's tokenize gives NLTK's own sentences: official prompts, synthetic-looking
+    responses and their loose variants, and random text dense in periods, abbreviations, quotes and brackets."""
+    import random
+
+    from genlab.ifbench import nlp
+
+    if mode == "real" and not HAVE_NLTK_DATA:
+        pytest.skip("../shared/nltk_data not present")
+    rng = random.Random(5)
+    texts = [i.prompt for f in (IFBENCH_FILE, IFEVAL_FILE) if f.exists() for i in load_prompts(f)]
+    pieces = ["Hello", "world.", "Mr.", "Dr.", "(He", "said.)", '"Yes."', "no!", "Why?", "...", "U.S.", "etc.",
+              "--", "'quote.'", "end.)", "A.", "b.", "3.", "x", "\n", "\n\n", "  ", "“Done.”", "«ok.»", "[1].",
+              "*bold.*"]  # fmt: skip
+    texts += [" ".join(rng.choice(pieces) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
+    soup = list("aAbB zZ..!!??\"'()[]{}“”‘’«»--\n\t")
+    texts += ["".join(rng.choice(soup) for _ in range(rng.randint(0, 60))) for _ in range(3000)]
+    texts += [v for t in texts[-200:] for v in loose_variants(t)]
+    with nltk_mode(mode):
+        tok = nlp._sent_tokenizer()
+        for t in texts:
+            assert nlp._punkt_sentences(tok, t) == tok.tokenize(t), t
+
+
 def test_language_detection_is_deterministic():
     from genlab.ifbench import langid
 

@@ -485,7 +485,7 @@ def _japanese(t, kw, fixed):
     describe=lambda kw: "Begin your response with a verb.",
 )
 def _start_verb(t, kw, fixed):
-    toks = nlp.word_tokenize(t)
+    toks = nlp.first_words(t, 3)  # the tag of the first token depends on the first three only
     if not toks:
         return False, "no tokens"
     ok, src = nlp.first_token_is_verb(toks)
