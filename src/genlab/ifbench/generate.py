@@ -226,38 +226,36 @@ class TransformersBackend:
         if self._model is not None:
             return
         try:
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+            import transformers  # noqa: F401
         except ImportError as exc:
             raise GenerationError("the transformers backend needs `pip install transformers`") from exc
         if not Path(self.model_path).is_dir():
             raise GenerationError(f"no model directory at {self.model_path}")
-        self._tokenizer = AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
-        self._tokenizer.padding_side = "left"
-        if self._tokenizer.pad_token is None:
-            self._tokenizer.pad_token = self._tokenizer.eos_token
-        self._model = AutoModelForCausalLM.from_pretrained(self.model_path, local_files_only=True).to(self.device)
-        self._model.eval()
+        from genlab.nn.hf_policy import load_chat_model
+
+        self._model, self._tokenizer = load_chat_model(self.model_path, self.device)
 
     def generate_many(self, batch: Sequence[Messages], on_each: Callable[[int, str], None]) -> None:
         import torch
+
+        from genlab.nn.hf_policy import encode_chats
 
         self._load()
         tok, model = self._tokenizer, self._model
         torch.manual_seed(self.seed)
         for start in range(0, len(batch), self.batch_size):
-            chunk = batch[start : start + self.batch_size]
-            texts = [tok.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in chunk]
-            enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+            ids, mask = encode_chats(tok, batch[start : start + self.batch_size], self.device)
             sample = self.temperature > 0
             with torch.no_grad():
                 out = model.generate(
-                    **enc,
+                    input_ids=ids,
+                    attention_mask=mask,
                     max_new_tokens=self.max_new_tokens,
                     do_sample=sample,
                     temperature=self.temperature if sample else None,
                     pad_token_id=tok.pad_token_id,
                 )
-            new = out[:, enc["input_ids"].shape[1] :]
+            new = out[:, ids.shape[1] :]
             for i, text in enumerate(tok.batch_decode(new, skip_special_tokens=True)):
                 on_each(start + i, text)
 

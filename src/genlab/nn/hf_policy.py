@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["ChatBatch", "HFPolicy", "check_model_dir"]
+__all__ = ["ChatBatch", "HFPolicy", "check_model_dir", "encode_chats", "load_chat_model"]
 
 Messages = list[dict[str, str]]
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
@@ -53,6 +53,31 @@ def _has_chat_template(root: Path) -> bool:
         return False
 
 
+def load_chat_model(path: str, device: str = "cpu", dtype: str | None = None) -> tuple[Any, Any]:
+    """(model, tokenizer) from the local directory ``path`` (never the hub), the tokenizer padding on the left
+    (with its end token as padding when it has no pad token), the model in eval mode on ``device``."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+    model.to(device=device, dtype=getattr(torch, dtype) if dtype else None)
+    model.eval()
+    return model, tokenizer
+
+
+def encode_chats(tokenizer: Any, conversations: Sequence[Messages], device: Any) -> tuple[Any, Any]:
+    """Token ids and attention mask of the conversations, chat-templated (ending with the assistant's turn to come)
+    and left-padded, on ``device``."""
+    template = tokenizer.apply_chat_template
+    texts = [template(m, tokenize=False, add_generation_prompt=True) for m in conversations]
+    enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    return enc["input_ids"].to(device), enc["attention_mask"].to(device)
+
+
 @dataclass
 class ChatBatch:
     """Left-padded prompt token ids (n, t) and their attention mask; ``batch[a:b]`` slices rows."""
@@ -81,18 +106,11 @@ class HFPolicy:
     def load(cls, path: str, device: str = "cpu", dtype: str = "float32") -> HFPolicy:
         """Load model and tokenizer from the local directory ``path`` (see :func:`check_model_dir`)."""
         check_model_dir(path)
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+        from transformers import GenerationConfig
 
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model, tokenizer = load_chat_model(path, device, dtype)
         if not getattr(tokenizer, "chat_template", None):
             raise ValueError(f"the tokenizer in model_path {path!r} has no chat template")
-        tokenizer.padding_side = "left"
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
-        model.to(device=device, dtype=getattr(torch, dtype))
-        model.eval()
         eos = {tokenizer.eos_token_id, *_as_list(model.generation_config.eos_token_id)} - {None}
         if not eos:
             raise ValueError(f"the model in model_path {path!r} defines no end-of-sequence token")
@@ -116,10 +134,7 @@ class HFPolicy:
 
     def encode(self, conversations: Sequence[Messages]) -> ChatBatch:
         """Chat-template each conversation (ending with the assistant's turn to come) and left-pad them."""
-        template = self.tokenizer.apply_chat_template
-        texts = [template(m, tokenize=False, add_generation_prompt=True) for m in conversations]
-        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-        return ChatBatch(enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device))
+        return ChatBatch(*encode_chats(self.tokenizer, conversations, self.device))
 
     def sample(
         self,
