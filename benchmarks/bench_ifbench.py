@@ -102,16 +102,15 @@ def _rows(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
-def time_ours(prompt_file: Path, resp_file: Path, reps: int) -> tuple[float, float, object]:
-    from genlab.ifbench import evaluate, load_prompts, load_responses
+def time_ours(prompt_file: Path, resp_file: Path, reps: int, warm_up: bool = True) -> tuple[float, float, object]:
+    from genlab.ifbench import evaluate, langid, load_prompts, load_responses, nlp
 
     items = load_prompts(prompt_file)
     resp = load_responses(resp_file)
-    res = evaluate(items, resp, workers=1)  # warm-up (loads NLTK modules, data, langdetect profiles)
+    if warm_up:
+        evaluate(items, resp, workers=1)  # loads NLTK modules, data, langdetect profiles
     ts, cs = [], []
     for _ in range(reps):
-        from genlab.ifbench import langid, nlp
-
         nlp.clear_caches()  # every per-text memo: each repetition does all the work again
         langid.clear_cache()
         t, c = time.perf_counter(), time.process_time()
@@ -318,7 +317,7 @@ def main() -> None:
             reference_eval(reg, rows, resp)  # warm-up
             ts, cs, ratios = [], [], []
             for _ in range(a.reps):  # each reference run right after one of ours: the ratio of a pair is steadier
-                ours_cpu = time_ours(pf, rf, 1)[1]  # than separate minima on a machine whose speed drifts
+                ours_cpu = time_ours(pf, rf, 1, warm_up=False)[1]  # than separate minima on a drifting machine
                 t, c = time.perf_counter(), time.process_time()
                 ref = reference_eval(reg, rows, resp)
                 ts.append(time.perf_counter() - t)
