@@ -16,6 +16,7 @@ several processes. A strict verdict here equals the evaluator's strict verdict o
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -44,8 +45,10 @@ def constraint_verdicts(
     prediction: str, ground_truth: GroundTruth, *, semantics: str = "reference", strip_think: bool = True
 ) -> list[bool]:
     """Strict verdict of each constraint in ``ground_truth`` on the answer in ``prediction`` (positional)."""
-    ids, kwargs = parse_ground_truth(ground_truth)
-    answer = answer_text(prediction, strip_think)
+    return _verdicts(answer_text(prediction, strip_think), *parse_ground_truth(ground_truth), semantics)
+
+
+def _verdicts(answer: str, ids: list[str], kwargs: list[Any], semantics: str) -> list[bool]:
     if not answer:
         return [False] * len(ids)
     return [get(cid).check(answer, kw, semantics=semantics).ok for cid, kw in zip(ids, kwargs)]
@@ -62,17 +65,32 @@ def ifeval_reward(
 ) -> float:
     """``scale`` × (fraction of constraints followed, or 1/0 all-or-nothing when ``partial=False``)."""
     verdicts = constraint_verdicts(prediction, ground_truth, semantics=semantics, strip_think=strip_think)
+    return _credit(verdicts, scale, partial)
+
+
+def _credit(verdicts: list[bool], scale: float, partial: bool) -> float:
     if not verdicts:
         return 0.0
-    credit = sum(verdicts) / len(verdicts) if partial else float(all(verdicts))
-    return scale * credit
+    return scale * (sum(verdicts) / len(verdicts) if partial else float(all(verdicts)))
+
+
+_REWARD_DEFAULTS = {
+    name: p.default for name, p in inspect.signature(ifeval_reward).parameters.items() if p.kind is p.KEYWORD_ONLY
+}
 
 
 def _score_chunk(args: tuple[list[str], list[Any], dict[str, Any]]) -> list[float]:
+    """:func:`ifeval_reward` of each pair, the answers and ground truths parsed once and language detection
+    batched over the chunk."""
     preds, gts, options = args
-    answers = [answer_text(p, options.get("strip_think", True)) for p in preds]
-    prepare((get(cid), a) for g, a in zip(gts, answers) if a for cid in parse_ground_truth(g)[0])
-    return [ifeval_reward(p, g, **options) for p, g in zip(preds, gts)]
+    opts = {**_REWARD_DEFAULTS, **options}
+    answers = [answer_text(p, opts["strip_think"]) for p in preds]
+    truths = [parse_ground_truth(g) for g in gts]
+    prepare((get(cid), a) for a, (ids, _) in zip(answers, truths) if a for cid in ids)
+    return [
+        _credit(_verdicts(a, ids, kwargs, opts["semantics"]), opts["scale"], opts["partial"])
+        for a, (ids, kwargs) in zip(answers, truths)
+    ]
 
 
 def score_batch(
