@@ -3,14 +3,15 @@ responses built from their base prompts), serial and on all cores.
 
     python benchmarks/bench_ifbench_reward.py [--n 4000]
 
-Last results (2-core machine, load ~1.8 from another job, 2026-12-02, n=4000; 1-5 constraints each; language
-detection batched per chunk):
+Last results (2-core machine, no other job running, 2026-12-02 22:55 UTC, n=4000; 1-5 constraints each; language
+detection batched per chunk, each answer and ground truth parsed once):
 
      workers   items  seconds  rewards/s
-           1    4000     0.76       5266
-           2    4000     0.39      10328
+           1    4000     0.34     11,823
+           2    4000     0.17     23,531
 
-(Before language detection was batched, at load ~13: 648 rewards/s on 1 process and 1,006 on 2, n=2000.)
+(Earlier the same day: 5,266 / 10,328 before the single parse, and 648 / 1,006 at load ~13 before language
+detection was batched.)
 """
 
 from __future__ import annotations
