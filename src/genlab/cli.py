@@ -47,7 +47,7 @@ def _console(stderr: bool = False):
 
 
 def _verdict_style(verdict: str) -> str:
-    return {"reproduced": "green", "not reproduced": "red"}.get(verdict, "yellow")
+    return {"reproduced": "green", "not reproduced": "magenta", "error": "bold red"}.get(verdict, "yellow")
 
 
 def _result_json(r: Any) -> dict[str, Any]:
@@ -83,16 +83,15 @@ def _print_verdicts(results: list[Any]) -> None:
 @app.command("list")
 def list_cmd(root: RootOpt = Path("runs"), as_json: JsonOpt = False) -> None:
     """List studies: paper, presets and the last verdicts found in the run store."""
-    from genlab.harness.report import combine, latest_groups
+    from genlab.harness.report import group_verdicts, latest_groups
     from genlab.harness.store import finished_runs
     from genlab.harness.study import all_studies
 
     last: dict[str, dict[str, int]] = {}
-    for members in latest_groups(finished_runs(root)):
+    for members in latest_groups(finished_runs(root), presets=("quick",)):
         counts = last.setdefault(members[0].study, {})
-        for i in range(len(members[0].verdicts)):
-            verdict = combine([m.verdicts[i] for m in members if i < len(m.verdicts)])
-            counts[verdict] = counts.get(verdict, 0) + 1
+        for combined, _ in group_verdicts(members):
+            counts[combined.verdict] = counts.get(combined.verdict, 0) + 1
     rows = [
         {
             "name": cls.name,
@@ -194,7 +193,7 @@ def reproduce_cmd(
         get_study(name)
     specs = [RunSpec(n, preset, {}, s, str(root), force) for n in names for s in range(seeds)]
     results = _run_with_progress(specs, backend, jobs, address, quiet or as_json)
-    path = write_report(root, report)
+    path = write_report(root, report, presets=(preset,))
     failed = [r for r in results if not r.ok]
     if as_json:
         print(json.dumps({"report": str(path), "runs": [_result_json(r) for r in results]}, indent=2))
@@ -267,6 +266,10 @@ def report_cmd(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Output HTML (default <runs_dir>/report.html).")
     ] = None,
+    preset: Annotated[str, typer.Option("--preset", "-p", help="smoke | quick | full | all.")] = "quick",
+    recheck: Annotated[
+        bool, typer.Option("--recheck", help="Recompute every stored run's verdicts from its metrics and config.")
+    ] = False,
 ) -> None:
     """Write the self-contained HTML report of the finished runs."""
     from genlab.harness.report import write_report
@@ -275,7 +278,14 @@ def report_cmd(
         from genlab.harness.errors import GenlabError
 
         raise GenlabError(f"no run store at {runs_dir}: run `genlab reproduce` or `genlab run STUDY` first")
-    path = write_report(runs_dir, out)
+    if recheck:
+        from genlab.harness.runner import recheck_runs
+
+        changed, skipped = recheck_runs(runs_dir)
+        print(f"rechecked: {changed} verdict(s) changed; {len(skipped)} run(s) could not be rechecked", file=sys.stderr)
+        for line in skipped:
+            print(f"  {line}", file=sys.stderr)
+    path = write_report(runs_dir, out, presets=None if preset == "all" else (preset,))
     print(path.resolve())
 
 

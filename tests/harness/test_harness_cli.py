@@ -54,7 +54,7 @@ def test_reproduce_writes_report_and_sweep_tabulates(tmp_path, capsys):
     payload = json.loads(out)
     assert code == 0 and len(payload["runs"]) == 2
     html = (tmp_path / "report.html").read_text()
-    assert "the sample mean is within 4/sqrt(n) of mu" in html and "data:image/png;base64," in html
+    assert "the sample mean is within 4.0/sqrt(n) of mu" in html and "data:image/png;base64," in html
     code, out, _ = run_cli(
         capsys, "sweep", "toy-mean", "-p", "smoke", "--grid", "n=20,40", "--seeds", "3", "--backend", "serial",
         "--metric", "mean", "--root", str(tmp_path), "--json",

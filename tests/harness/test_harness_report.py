@@ -1,13 +1,9 @@
-from genlab.harness.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Verdict
-from genlab.harness.report import claims_rows, combine, latest_groups, write_report
-from genlab.harness.runner import run_study
+import json
+
+from genlab.harness.report import claims_rows, latest_groups, tally, write_report
+from genlab.harness.runner import recheck_runs, run_study
 from genlab.harness.store import finished_runs
 from genlab.harness.sweep import expand, flatten, mean_se
-
-
-def test_combine_over_seeds():
-    r, n = Verdict("c", REPRODUCED, {}), Verdict("c", NOT_REPRODUCED, {})
-    assert combine([r, r]) == REPRODUCED and combine([n]) == NOT_REPRODUCED and combine([r, n]) == INCONCLUSIVE
 
 
 def test_report_groups_seeds_and_keeps_latest_config(tmp_path):
@@ -19,9 +15,36 @@ def test_report_groups_seeds_and_keeps_latest_config(tmp_path):
     rows = claims_rows(groups)
     smoke = [r for r in rows if r["preset"] == "smoke"]
     assert len(smoke) == 2 and smoke[0]["seeds"] == [0, 1] and "seed 1:" in smoke[0]["numbers"]
-    path = write_report(tmp_path)
+    path = write_report(tmp_path, presets=None)
     text = path.read_text()
-    assert text.count("<tr>") == 1 + len(rows) and "toy-mean" in text
+    assert text.count("<tr>") == 1 + len(rows) and "toy-mean" in text and "the sample mean" in text
+    quick_only = write_report(tmp_path).read_text()  # quick by default: smoke verdicts never reach the tally
+    assert quick_only.count("<tr>") == 1 + 2
+    assert sum(tally(latest_groups(finished_runs(tmp_path), ("quick",)))["empirical"].values()) == 2
+
+
+def test_claims_are_matched_by_key_not_position(tmp_path):
+    """A stored run whose claims are in another order still combines each claim with itself."""
+    a = run_study("toy-mean", "smoke", seed=0, root=tmp_path)
+    b = run_study("toy-mean", "smoke", seed=1, root=tmp_path)
+    path = b.run_dir / "claims.json"
+    path.write_text(json.dumps(list(reversed(json.loads(path.read_text())))))
+    rows = claims_rows(latest_groups(finished_runs(tmp_path), ("smoke",)))
+    by_key = {r["key"]: r for r in rows}
+    assert set(by_key) == {"mean-close", "mean-negative"} and by_key["mean-close"]["seeds"] == [0, 1]
+    assert by_key["mean-close"]["verdict"] == "reproduced"
+    assert a.verdicts[0].key == "mean-close"
+
+
+def test_recheck_recomputes_verdicts_from_stored_metrics(tmp_path):
+    r = run_study("toy-mean", "smoke", seed=0, root=tmp_path)
+    claims = r.run_dir / "claims.json"
+    stored = json.loads(claims.read_text())
+    stored[0]["verdict"] = "not reproduced"  # as if an older check had decided otherwise
+    claims.write_text(json.dumps(stored))
+    changed, skipped = recheck_runs(tmp_path)
+    assert changed == 1 and skipped == []
+    assert json.loads(claims.read_text())[0]["verdict"] == "reproduced"
 
 
 def test_empty_store_report(tmp_path):

@@ -26,6 +26,7 @@ class ToyMean(Study):
         label: str = "x"
         sizes: tuple[int, ...] = (10, 100)
         fail: bool = False
+        tolerance: float = 4.0
 
         def validate(self) -> None:
             if self.n < 1:
@@ -34,10 +35,13 @@ class ToyMean(Study):
     presets = {"smoke": {"n": 50}, "quick": {}, "full": {"n": 100_000}}
     claims = [
         Claim(
-            "the sample mean is within 4/sqrt(n) of mu",
-            lambda m: evidence(abs(m["mean"] - m["mu"]) < 4 / np.sqrt(m["n"]), err=abs(m["mean"] - m["mu"])),
+            "mean-close",
+            "the sample mean is within {tolerance}/sqrt(n) of mu",
+            lambda m, cfg: evidence(
+                abs(m["mean"] - cfg.mu) < cfg.tolerance / np.sqrt(cfg.n), err=abs(m["mean"] - cfg.mu)
+            ),
         ),
-        Claim("the estimate is negative", lambda m: m["mean"] < 0),
+        Claim("mean-negative", "the estimate is negative", lambda m, cfg: m["mean"] < 0),
     ]
 
     def run(self, cfg, ctx):
@@ -59,7 +63,4 @@ class ToyMean(Study):
 
         fig, ax = plt.subplots(figsize=(3, 2))
         ax.bar(["mean"], [metrics["mean"]])
-        path = ctx.figures_dir / "mean.png"
-        fig.savefig(path, dpi=50)
-        plt.close(fig)
-        return [path]
+        return [ctx.save_figure(fig, "mean", caption="the sample mean", dpi=50)]

@@ -19,7 +19,7 @@ def _metrics(gap_small=(6.0, 4.0, 5.5), gap_large=(0.5, 0.45, 0.5), train=(25.0,
 
 
 def _v(m):
-    return [v.verdict for v in DiTLocality.verdicts(m)]
+    return [v.verdict for v in DiTLocality.verdicts(m, DiTLocality.config("quick"))]
 
 
 def test_paper_like_numbers_reproduce():

@@ -23,7 +23,7 @@ def _metrics(copy_small=0.8, err_last=2.0, hyb_early=0.0, efm_fd=20.0):
 
 
 def _verdicts(m):
-    return [v.verdict for v in FlowMatching.verdicts(m)]
+    return [v.verdict for v in FlowMatching.verdicts(m, FlowMatching.config("quick"))]
 
 
 def test_all_claims_hold_on_paper_like_numbers():

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from genlab.data.modular import modular_split, modular_table, one_hot_pairs, token_sequences, vocab_size
-from genlab.harness.claims import unanimous
+from genlab.harness.claims import by_seeds
 from genlab.measures.flatness import relative_flatness
 from genlab.measures.neural_collapse import neural_collapse
 from genlab.nn.mlp import MLP
@@ -23,6 +23,8 @@ from genlab.studies.grokking import (
     train,
     value_at,
 )
+
+CFG = Grokking.config("quick")
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -76,8 +78,8 @@ def test_onset_helpers():
     assert first_crossing(steps, [0.0, 0.2, 0.3, 0.4], 0.5) is None
     assert value_at(steps, [1.0, 10.0, 100.0, 1000.0], 150) == pytest.approx(10**1.5)
     assert late_mean([100.0, 1.0, 4.0, 1.0, 1.0, 1.0, 2.0, 8.0], fraction=0.25) == pytest.approx(4.0)
-    assert unanimous([True, True]) is True and unanimous([False, False]) is False
-    assert unanimous([True, False]) is None and unanimous([True, None]) is None and unanimous([]) is None
+    assert by_seeds([True, True]).held is True and by_seeds([False, False]).held is False
+    assert by_seeds([True, False]).held is None and by_seeds([True, None]).held is None and by_seeds([]).held is None
 
 
 def test_summarise_finds_window_values():
@@ -101,8 +103,14 @@ def test_summarise_finds_window_values():
 
 def _fake_metrics(base_onsets, asc_onsets, off=1000, sup_onsets=None, ncc_up=20.0):
     def run(onset, ncc=1.0, lo=10.0, hi=1.0):
-        return {"onset": onset, "late_ncc": ncc, "kappa_bound_lo": lo, "kappa_bound_hi": hi,
-                "kappa_bound_mem": 2 * lo, "max_test_acc_reg_on": 0.05}
+        return {
+            "onset": onset,
+            "late_ncc": ncc,
+            "kappa_bound_lo": lo,
+            "kappa_bound_hi": hi,
+            "kappa_bound_mem": 2 * lo,
+            "max_test_acc_reg_on": 0.05,
+        }
 
     sup_onsets = sup_onsets or base_onsets
     series = {}
@@ -113,23 +121,25 @@ def _fake_metrics(base_onsets, asc_onsets, off=1000, sup_onsets=None, ncc_up=20.
         "series": series,
         "intervention_op": "add",
         "thresholds": {"ascent_off": off, "kappa_drop": 2.0, "suppress_tolerance": 1.5, "ncc_raise": 10.0},
-        "modular": {"add": {
-            "baseline": [run(o) for o in base_onsets],
-            "ascent": [run(o) for o in asc_onsets],
-            "suppress": [run(o, ncc=ncc_up) for o in sup_onsets],
-        }},
+        "modular": {
+            "add": {
+                "baseline": [run(o) for o in base_onsets],
+                "ascent": [run(o) for o in asc_onsets],
+                "suppress": [run(o, ncc=ncc_up) for o in sup_onsets],
+            }
+        },
     }
 
 
 def test_claim_checks_decide_from_numbers():
-    assert check_ascent(_fake_metrics([800, 850], [1400, 1500])).held is True
-    assert check_ascent(_fake_metrics([800, 850], [600, 1500])).held is None  # seeds disagree
-    assert check_ascent(_fake_metrics([800, 850], [600, 700])).held is False
-    assert check_ascent(_fake_metrics([1200, 1200], [1400, 1500])).held is None  # baseline too late to tell
-    assert check_suppress(_fake_metrics([800, 800], [0, 0], sup_onsets=[900, 1000])).held is True
-    assert check_suppress(_fake_metrics([800, 800], [0, 0], sup_onsets=[2000, 2000])).held is False
-    assert check_suppress(_fake_metrics([800, 800], [0, 0], ncc_up=2.0)).held is None  # no suppression
-    assert check_kappa_window(_fake_metrics([800], [0])).held is True
+    assert check_ascent(_fake_metrics([800, 850], [1400, 1500]), CFG).held is True
+    assert check_ascent(_fake_metrics([800, 850], [600, 1500]), CFG).held is None  # seeds disagree
+    assert check_ascent(_fake_metrics([800, 850], [600, 700]), CFG).held is False
+    assert check_ascent(_fake_metrics([1200, 1200], [1400, 1500]), CFG).held is None  # baseline too late to tell
+    assert check_suppress(_fake_metrics([800, 800], [0, 0], sup_onsets=[900, 1000]), CFG).held is True
+    assert check_suppress(_fake_metrics([800, 800], [0, 0], sup_onsets=[2000, 2000]), CFG).held is False
+    assert check_suppress(_fake_metrics([800, 800], [0, 0], ncc_up=2.0), CFG).held is None  # no suppression
+    assert check_kappa_window(_fake_metrics([800], [0]), CFG).held is True
 
 
 def _tiny_modular():
@@ -157,8 +167,9 @@ def test_regularisers_push_their_measures_and_switch_off():
     def go(reg, lam, off=None, cap=50.0):
         torch.manual_seed(1)
         model = MLP(14, (16, 16), 7)
-        regime = Regime(steps=60, lr=3e-3, weight_decay=0.0, log_every=20, reg=reg, lam=lam, reg_off=off,
-                        weight_cap=cap)
+        regime = Regime(
+            steps=60, lr=3e-3, weight_decay=0.0, log_every=20, reg=reg, lam=lam, reg_off=off, weight_cap=cap
+        )
         return train(model, data, 7, regime, torch.Generator().manual_seed(0)), model
 
     base, _ = go("none", 0.0)

@@ -21,16 +21,27 @@ def test_draw_runs_deterministic_and_spread():
 
 def _data(seed=0):
     sd = spurious_digits(seed=seed, p_neutral=0.85, pixel_noise=0.7, spurious_scale=2.0)
-    return sd, {"x_train": sd.x_train, "y_train": sd.y_train, "x_id": sd.x_id, "y_id": sd.y_id,
-                "x_ood": sd.x_ood, "y_ood": sd.y_ood, "n_core": 64, "n_classes": 10, "spurious_scale": 2.0}
+    return sd, {
+        "x_train": sd.x_train,
+        "y_train": sd.y_train,
+        "x_id": sd.x_id,
+        "y_id": sd.y_id,
+        "x_ood": sd.x_ood,
+        "y_ood": sd.y_ood,
+        "n_core": 64,
+        "n_classes": 10,
+        "spurious_scale": 2.0,
+    }
 
 
 def test_colour_randomisation_sets_reliance():
     """q = 0 (colour always as in the ID data) vs q = 1 (colour pure noise): the q = 0 linear models win in-
     distribution and lose on the reversed subgroup; the trainer returns one row per checkpoint."""
     sd, data = _data()
-    runs = [{"run": i, "family": "linear", "width": 0, "l2": 0.0, "frac": 1.0, "q": q, "seed": 7}
-            for i, q in enumerate([0.0, 0.0, 1.0, 1.0])]
+    runs = [
+        {"run": i, "family": "linear", "width": 0, "l2": 0.0, "frac": 1.0, "q": q, "seed": 7}
+        for i, q in enumerate([0.0, 0.0, 1.0, 1.0])
+    ]
     ids, cor, acc = train_shard(runs, data, PoolConfig(checkpoints=(50, 150)))
     assert ids == [0, 1, 2, 3] and cor.shape == (4, 2, len(sd.y_ood)) and acc.shape == (4, 2)
     rev = sd.group_ood == REVERSED
@@ -51,21 +62,32 @@ def test_pool_cache_roundtrip(tmp_path):
 
 
 def _metrics(sel, rand, prec, full=0.6):
-    row = {"r_full_test": full, "r_selected_test": sel, "r_random_mean": rand, "precision": prec,
-           "r_greedy_test": [s + 0.1 for s in sel]}
-    return {"k_fractions": [0.1, 0.25, 0.5], "planted_fraction": 0.25, "ks": [10, 25, 50],
-            "seeds": [row, dict(row), dict(row)]}
+    row = {
+        "r_full_test": full,
+        "r_selected_test": sel,
+        "r_random_mean": rand,
+        "precision": prec,
+        "r_greedy_test": [s + 0.1 for s in sel],
+    }
+    return {
+        "k_fractions": [0.1, 0.25, 0.5],
+        "planted_fraction": 0.25,
+        "ks": [10, 25, 50],
+        "seeds": [row, dict(row), dict(row)],
+    }
 
 
 def test_claims_read_the_metrics():
     good = _metrics([-0.7, -0.6, 0.1], [0.5, 0.6, 0.6], [0.8, 0.6, 0.4])
-    v = {x.claim[:20]: x.verdict for x in OODSelectStudy.verdicts(good)}
+    v = {x.claim[:20]: x.verdict for x in OODSelectStudy.verdicts(good, OODSelectStudy.config("quick"))}
     assert set(v.values()) == {"reproduced"}
     bad = _metrics([-0.7, -0.2, 0.1], [0.2, 0.6, 0.6], [0.3, 0.3, 0.3], full=0.1)
-    assert [x.verdict for x in OODSelectStudy.verdicts(bad)][:4] == ["not reproduced"] * 4
+    assert [x.verdict for x in OODSelectStudy.verdicts(bad, OODSelectStudy.config("quick"))][:4] == [
+        "not reproduced"
+    ] * 4
     mixed = _metrics([-0.7, -0.6, 0.1], [0.5, 0.6, 0.6], [0.8, 0.6, 0.4])
     mixed["seeds"][2] = dict(mixed["seeds"][2], r_full_test=0.1)
-    assert OODSelectStudy.verdicts(mixed)[0].verdict == "inconclusive"
+    assert OODSelectStudy.verdicts(mixed, OODSelectStudy.config("quick"))[0].verdict == "inconclusive"
 
 
 def test_config_validation():

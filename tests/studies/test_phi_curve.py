@@ -149,7 +149,7 @@ def test_tiny_run_metrics_claims_and_figures(tmp_path) -> None:
     assert np.asarray(rf["mc"]["risk_mean"]).shape == (len(rf["ratio"]), len(cfg.lams))
     # DE at the MC sizes is the same function as the dense curve (the curve passes through p = n)
     assert 1.0 in set(np.round(rf["de_curve"]["ratio"], 12))
-    verdicts = PhiCurve.verdicts(metrics)
+    verdicts = PhiCurve.verdicts(metrics, PhiCurve.config("quick"))
     assert len(verdicts) == len(PhiCurve.claims)
     assert verdicts[-1].verdict == "inconclusive"  # digits disabled
     assert all(v.verdict in {"reproduced", "not reproduced", "inconclusive"} for v in verdicts)

@@ -91,7 +91,7 @@ def _metrics(acc: dict[str, dict[str, list[float]]] | None = None) -> dict:
 
 
 def _verdicts(m: dict) -> list[str]:
-    return [v.verdict for v in StateTracking.verdicts(m)]
+    return [v.verdict for v in StateTracking.verdicts(m, StateTracking.config("quick"))]
 
 
 def test_claims_on_a_paper_like_table_all_reproduce() -> None:

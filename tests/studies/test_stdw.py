@@ -98,13 +98,13 @@ def _metrics(gains: dict[str, float], noise: float = 0.01, n: int = 3) -> dict:
 
 def test_claims_on_synthetic_metrics():
     m = _metrics({"gst": 0.4, "stdw-linear": 0.5, "stdw-const0": 0.05, "stdw-reversed": 0.2})
-    v = [x.verdict for x in STDWStudy.verdicts(m)]
+    v = [x.verdict for x in STDWStudy.verdicts(m, STDWStudy.config("quick"))]
     assert v == ["reproduced"] * 5
     m = _metrics({"gst": 0.4, "stdw-linear": 0.4, "stdw-const0": 0.4, "stdw-reversed": 0.4}, noise=0.05)
-    v = [x.verdict for x in STDWStudy.verdicts(m)]
+    v = [x.verdict for x in STDWStudy.verdicts(m, STDWStudy.config("quick"))]
     assert v[:2] == ["reproduced"] * 2 and v[2] == "inconclusive" and v[3] == "not reproduced"
     m = _metrics({"gst": 0.0, "stdw-linear": -0.1})
-    assert [x.verdict for x in STDWStudy.verdicts(m)][:2] == ["not reproduced"] * 2
+    assert [x.verdict for x in STDWStudy.verdicts(m, STDWStudy.config("quick"))][:2] == ["not reproduced"] * 2
 
 
 def test_cyclic_matching_visits_every_example_of_both_domains():

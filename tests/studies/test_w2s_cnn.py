@@ -7,15 +7,30 @@ import math
 import numpy as np
 
 from genlab.data.patches import PatchModel
-from genlab.studies.w2s_cnn import _abundant_held, _claim_scarce, _claim_scarce_monotone, w2s_cnn_run
+from genlab.studies.w2s_cnn import W2SCNN, _abundant_held, _claim_scarce, _claim_scarce_monotone, w2s_cnn_run
+
+CFG = W2SCNN.config("quick")
 
 
 def test_small_abundant_run_corrects_the_teachers_labels():
     pm = PatchModel(d=60, mu_norm=4.0, nu_norm=4.0)
     rng = np.random.default_rng(0)
     test = pm.sample(1500, rng)
-    res = w2s_cnn_run(pm, 100, 600, test, rng, 0, filters=6, sigma0=0.01, lr=0.1, steps=60, teacher_lr=0.1,
-                      teacher_steps=100, snapshot_every=20)
+    res = w2s_cnn_run(
+        pm,
+        100,
+        600,
+        test,
+        rng,
+        0,
+        filters=6,
+        sigma0=0.01,
+        lr=0.1,
+        steps=60,
+        teacher_lr=0.1,
+        teacher_steps=100,
+        snapshot_every=20,
+    )
     assert res["steps"] == [0, 20, 40, 60]
     assert 0.4 <= res["teacher_hard"] <= 0.6
     assert res["flip_rate"] == np.float64(res["flip_rate"]) and 0.08 <= res["flip_rate"] <= 0.22
@@ -26,8 +41,13 @@ def test_small_abundant_run_corrects_the_teachers_labels():
 
 
 def test_abundant_claim_logic():
-    run = {"test": [0.4, 0.01, 0.05], "teacher_test": 0.15, "flipped_true": [0.5, 0.95, 0.6],
-           "pseudo_acc": [0.6, 0.85, 0.9], "flip_rate": 0.15}
+    run = {
+        "test": [0.4, 0.01, 0.05],
+        "teacher_test": 0.15,
+        "flipped_true": [0.5, 0.95, 0.6],
+        "pseudo_acc": [0.6, 0.85, 0.9],
+        "flip_rate": 0.15,
+    }
     assert _abundant_held(run)[0]
     assert not _abundant_held({**run, "test": [0.4, 0.01, 0.011]})[0]  # no degradation
     assert not _abundant_held({**run, "flipped_true": [0.5, 0.7, 0.6]})[0]  # no label correction
@@ -35,18 +55,24 @@ def test_abundant_claim_logic():
 
 def _scarce(hard, snr):
     hard = np.asarray(hard, float)
-    return {"scarce": {"hard_mean": hard, "hard_se": np.zeros_like(hard), "snr": np.asarray(snr, float),
-                       "r": np.full(hard.shape, 0.5)}}
+    return {
+        "scarce": {
+            "hard_mean": hard,
+            "hard_se": np.zeros_like(hard),
+            "snr": np.asarray(snr, float),
+            "r": np.full(hard.shape, 0.5),
+        }
+    }
 
 
 def test_scarce_claims():
     snr = [[0.1, 0.2, 0.4], [0.4, 0.8, 1.6]]
-    ok = _claim_scarce(_scarce([[0.5, 0.45, 0.15], [0.3, 0.1, 0.05]], snr))
+    ok = _claim_scarce(_scarce([[0.5, 0.45, 0.15], [0.3, 0.1, 0.05]], snr), CFG)
     assert ok.held is True
-    mixed = _claim_scarce(_scarce([[0.5, 0.1, 0.15], [0.4, 0.1, 0.05]], snr))  # benign at 0.2 < harmful at 0.4
+    mixed = _claim_scarce(_scarce([[0.5, 0.1, 0.15], [0.4, 0.1, 0.05]], snr), CFG)  # benign at 0.2 < harmful at 0.4
     assert mixed.held is False
-    none = _claim_scarce(_scarce([[0.3, 0.3, 0.3], [0.3, 0.3, 0.3]], snr))
+    none = _claim_scarce(_scarce([[0.3, 0.3, 0.3], [0.3, 0.3, 0.3]], snr), CFG)
     assert none.held is None and math.isnan(none.numbers["min_snr_benign"])
-    assert _claim_scarce_monotone(_scarce([[0.5, 0.3, 0.1]], [[1, 2, 3]])).held is True
-    assert _claim_scarce_monotone(_scarce([[0.1, 0.3, 0.1]], [[1, 2, 3]])).held is False
-    assert _claim_scarce_monotone(_scarce([[0.3, 0.3, 0.3]], [[1, 2, 3]])).held is None
+    assert _claim_scarce_monotone(_scarce([[0.5, 0.3, 0.1]], [[1, 2, 3]]), CFG).held is True
+    assert _claim_scarce_monotone(_scarce([[0.1, 0.3, 0.1]], [[1, 2, 3]]), CFG).held is False
+    assert _claim_scarce_monotone(_scarce([[0.3, 0.3, 0.3]], [[1, 2, 3]]), CFG).held is None

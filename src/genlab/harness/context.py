@@ -1,23 +1,26 @@
-"""RunContext: what a study's ``run`` gets besides its config — seed, device, paths, logging, progress,
-time series records and checkpoints."""
+"""RunContext: what a study's ``run`` gets besides its config — seed, device, paths, logging, progress, time
+series records, in-study parallelism (:meth:`RunContext.map`), figures (:meth:`RunContext.save_figure`), timings
+(:meth:`RunContext.timer`) and checkpoints."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
-import pickle
 import sys
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
-from genlab.harness.io import atomic_write_bytes, to_jsonable
+from genlab.harness.io import atomic_write_bytes, atomic_write_json, read_json, to_jsonable
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass
@@ -28,6 +31,8 @@ class RunContext:
     device: str = "cpu"
     quiet: bool = False
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("genlab.run"))
+    timings: dict[str, float] = field(default_factory=dict)
+    captions: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.out_dir = Path(self.out_dir)
@@ -55,6 +60,38 @@ class RunContext:
         """How many processes a study may start for its own independent jobs: ``requested``, or 1 when this
         run already executes in a runner's worker (process pool or Ray), where the runner owns the cores."""
         return 1 if os.environ.get("GENLAB_WORKER") == "1" else max(1, requested)
+
+    def map(self, fn: Callable[[T], R], jobs: Sequence[T], processes: int = 1, desc: str = "") -> list[R]:
+        """``[fn(job) for job in jobs]``, on ``ctx.processes(processes)`` spawned worker processes (one torch
+        thread each) when that is more than one. ``fn`` must be a module-level function and each job must seed
+        itself, so the result never depends on the number of processes. A worker's exception is raised here;
+        there is no silent serial fallback, and ``fork`` is never used (unsafe after torch/OpenMP start)."""
+        from genlab.harness.workers import map_jobs
+
+        return map_jobs(fn, list(jobs), self.processes(processes), self.progress, desc or "jobs")
+
+    # -- figures and timings ------------------------------------------------------------------
+    def save_figure(self, fig: Any, name: str, caption: str = "", dpi: int = 90) -> Path:
+        """Save a matplotlib figure as ``figures/<name>.png``, close it, and remember its caption (what is
+        plotted) for the report. Returns the path."""
+        import matplotlib.pyplot as plt
+
+        path = self.figures_dir / (name if name.endswith(".png") else f"{name}.png")
+        fig.savefig(path, dpi=dpi, bbox_inches="tight")
+        plt.close(fig)
+        if caption:
+            self.captions[path.name] = caption
+        return path
+
+    @contextmanager
+    def timer(self, name: str) -> Iterator[None]:
+        """Time a block (wall seconds, summed over repeats). Timings go to the run's ``env.json``, never into
+        metrics: they measure the machine, not the result."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
 
     # -- paths --------------------------------------------------------------------------------
     @property
@@ -97,10 +134,31 @@ class RunContext:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
     # -- checkpoints --------------------------------------------------------------------------
-    def save_checkpoint(self, state: Any, name: str = "checkpoint") -> None:
-        """Persist any picklable state (torch tensors included) atomically; resumes read it back."""
-        atomic_write_bytes(self.out_dir / f"{name}.pkl", pickle.dumps(state))
+    def save_checkpoint(self, state: Mapping[str, Any], name: str = "checkpoint") -> None:
+        """Persist a flat mapping atomically: tensors and arrays to ``<name>.safetensors``, everything else
+        (JSON-able) to ``<name>.json``. No pickle: loading a checkpoint never executes code."""
+        from safetensors.numpy import save
 
-    def load_checkpoint(self, name: str = "checkpoint") -> Any | None:
-        path = self.out_dir / f"{name}.pkl"
-        return pickle.loads(path.read_bytes()) if path.exists() else None
+        arrays = {k: _as_array(v) for k, v in state.items() if _is_array(v)}
+        rest = {k: v for k, v in state.items() if k not in arrays}
+        atomic_write_bytes(self.out_dir / f"{name}.safetensors", save(arrays))
+        atomic_write_json(self.out_dir / f"{name}.json", {"arrays": sorted(arrays), "values": to_jsonable(rest)})
+
+    def load_checkpoint(self, name: str = "checkpoint") -> dict[str, Any] | None:
+        """The mapping saved by :meth:`save_checkpoint` (arrays as numpy), or None if there is none."""
+        meta_path, data_path = self.out_dir / f"{name}.json", self.out_dir / f"{name}.safetensors"
+        if not (meta_path.exists() and data_path.exists()):
+            return None
+        from safetensors.numpy import load
+
+        state = dict(read_json(meta_path)["values"])
+        state.update(load(data_path.read_bytes()))
+        return state
+
+
+def _is_array(v: Any) -> bool:
+    return isinstance(v, np.ndarray) or hasattr(v, "detach")
+
+
+def _as_array(v: Any) -> np.ndarray:
+    return np.ascontiguousarray(v.detach().cpu().numpy() if hasattr(v, "detach") else v)

@@ -104,13 +104,40 @@ def execute(spec: RunSpec) -> RunResult:
     if not isinstance(metrics, dict):
         raise RunError(f"{study_cls.name}.run must return a dict of metrics, got {type(metrics).__name__}")
     atomic_write_json(path / "metrics.json", metrics)
-    figures = [Path(p) for p in study.figures(metrics, ctx)]
-    verdicts = study_cls.verdicts(metrics)
+    with ctx.timer("figures"):
+        figures = [Path(p) for p in study.figures(metrics, ctx)]
+    verdicts = study_cls.verdicts(metrics, cfg)
     atomic_write_json(path / "claims.json", [v.to_dict() for v in verdicts])
     wall = time.perf_counter() - t0
-    atomic_write_json(path / "env.json", _env(spec, started, wall, figures))
+    atomic_write_json(path / "env.json", _env(spec, started, wall, figures, ctx))
     result.metrics, result.verdicts, result.wall_time = metrics, verdicts, wall
     return result
+
+
+def recheck_runs(root: Path | str) -> tuple[int, list[str]]:
+    """Recompute the verdicts of every finished run under ``root`` from its stored metrics and config (no
+    re-run) and rewrite its ``claims.json``. Returns (verdicts changed, lines naming runs that could not be
+    rechecked: unknown study, or a stored config the study no longer accepts)."""
+    from genlab.harness.config import build_config
+    from genlab.harness.store import finished_runs
+    from genlab.harness.study import all_studies
+
+    changed, skipped = 0, []
+    for run in finished_runs(Path(root)):
+        study_cls = all_studies().get(run.study)
+        if study_cls is None:
+            skipped.append(f"{run.path}: no study named {run.study!r}")
+            continue
+        try:
+            cfg = build_config(study_cls.Config, run.config)
+        except ConfigError as exc:
+            skipped.append(f"{run.path}: {exc}")
+            continue
+        verdicts = study_cls.verdicts(run.metrics, cfg)
+        old = {v.key: v.verdict for v in run.verdicts}
+        changed += sum(old.get(v.key) != v.verdict for v in verdicts)
+        atomic_write_json(run.path / "claims.json", [v.to_dict() for v in verdicts])
+    return changed, skipped
 
 
 def seed_global_generators(seed: int) -> None:
@@ -129,7 +156,7 @@ def seed_global_generators(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _env(spec: RunSpec, started: str, wall: float, figures: list[Path]) -> dict[str, Any]:
+def _env(spec: RunSpec, started: str, wall: float, figures: list[Path], ctx: RunContext) -> dict[str, Any]:
     import numpy
 
     import genlab
@@ -151,6 +178,8 @@ def _env(spec: RunSpec, started: str, wall: float, figures: list[Path]) -> dict[
         "cpu_count": os.cpu_count(),
         "versions": versions,
         "figures": [str(p.name) for p in figures],
+        "captions": {p.name: ctx.captions[p.name] for p in figures if p.name in ctx.captions},
+        "timings": {k: round(v, 3) for k, v in ctx.timings.items()},
     }
 
 
@@ -217,26 +246,10 @@ def run_many(
     return _run_ray(specs, jobs, address, on_done)
 
 
-def _worker_init() -> None:
-    os.environ["GENLAB_WORKER"] = "1"
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = "1"
-
-
 def _run_pool(specs: list[RunSpec], jobs: int, on_done: Callable[[RunResult], None] | None) -> list[RunResult]:
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from genlab.harness.workers import run_in_pool
 
-    results: list[RunResult | None] = [None] * len(specs)
-    ctx = mp.get_context("spawn")  # fork after torch/OpenMP initialisation is unsafe
-    with ProcessPoolExecutor(max_workers=min(jobs, len(specs)), mp_context=ctx, initializer=_worker_init) as pool:
-        futures = {pool.submit(execute_safely, spec): i for i, spec in enumerate(specs)}
-        for fut in as_completed(futures):
-            i = futures[fut]
-            results[i] = fut.result()
-            if on_done:
-                on_done(results[i])
-    return [r for r in results if r is not None]
+    return run_in_pool(execute_safely, specs, jobs, on_done=(lambda _i, r: on_done(r)) if on_done else None)
 
 
 def _run_ray(

@@ -12,11 +12,16 @@ A study reproduces one paper's claim end to end::
             n: int = 200
             seeds: int = 3
 
+            gap: float = 0.01        # a claim threshold is a config field
+
         presets = {"smoke": {"n": 20, "seeds": 1}, "quick": {}, "full": {"n": 20000, "seeds": 5}}
-        claims = [Claim("error falls with n", lambda m: m["err/big"] < m["err/small"])]
+        claims = [
+            Claim("error-falls", "held-out error falls by more than {gap} from small to large n",
+                  lambda m, cfg: m["err/small"] - m["err/big"] > cfg.gap),
+        ]
 
         def run(self, cfg, ctx) -> dict: ...          # returns JSON-able metrics
-        def figures(self, metrics, ctx) -> list[Path]: ...
+        def figures(self, metrics, ctx) -> list[Path]: ...   # ctx.save_figure(fig, name, caption)
 """
 
 from __future__ import annotations
@@ -74,8 +79,12 @@ class Study:
         return build_config(cls.Config, cls.presets[preset], overrides or {})
 
     @classmethod
-    def verdicts(cls, metrics: Mapping[str, Any]) -> list[Verdict]:
-        return [c.evaluate(metrics) for c in cls.claims]
+    def verdicts(cls, metrics: Mapping[str, Any], cfg: Any) -> list[Verdict]:
+        return [c.evaluate(metrics, cfg) for c in cls.claims]
+
+    @classmethod
+    def claim(cls, key: str) -> Claim | None:
+        return next((c for c in cls.claims if c.key == key), None)
 
 
 _REGISTRY: dict[str, type[Study]] = {}
@@ -90,11 +99,25 @@ def register(cls: type[Study]) -> type[Study]:
     missing = [p for p in PRESETS if p not in cls.presets]
     if missing:
         raise TypeError(f"study {cls.name!r} lacks presets {missing}")
+    _check_claims(cls)
     existing = _REGISTRY.get(cls.name)
     if existing is not None and existing.__qualname__ != cls.__qualname__:
         raise TypeError(f"two studies are named {cls.name!r}: {existing.__qualname__} and {cls.__qualname__}")
     _REGISTRY[cls.name] = cls
     return cls
+
+
+def _check_claims(cls: type[Study]) -> None:
+    """Keys are unique and every claim's text formats from the study's config fields."""
+    keys = [c.key for c in cls.claims]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise TypeError(f"study {cls.name!r} repeats claim keys {dup}")
+    names = set(getattr(cls.Config, "__dataclass_fields__", {}))
+    for c in cls.claims:
+        unknown = [f for f in c.fields() if f not in names]
+        if unknown:
+            raise TypeError(f"study {cls.name!r}, claim {c.key!r}: text names unknown config fields {unknown}")
 
 
 def discover() -> None:

@@ -35,7 +35,7 @@ def _gap_guard(m: Mapping[str, Any], j: int, arms: tuple[int, ...]) -> tuple[boo
     return diff <= m["psnr_match_db"], diff
 
 
-def _check_attention(m: Mapping[str, Any]) -> Any:
+def _check_attention(m: Mapping[str, Any], cfg) -> Any:
     d = np.array(m["attention_distance_global"])  # [seed][n][layer]
     early = d[:, :, : m["depth"] // 2].mean(-1)  # [seed][n]
     held = [bool(row[-1] < row[0]) for row in early]
@@ -58,7 +58,7 @@ NO_MEMO = ("the global model does not memorise at the smallest n (gap < min_gap_
            "no memorisation regime to improve on — needs more training (see docs)")
 
 
-def _check_small_n(m: Mapping[str, Any]) -> Any:
+def _check_small_n(m: Mapping[str, Any], cfg) -> Any:
     gap, cp = _arr(m, "gap"), _arr(m, "copy")
     ok, diff = _gap_guard(m, 0, (0, 1))
     nums = {"gap_global": float(gap[:, 0, 0].mean()), "gap_early": float(gap[:, 0, 1].mean()),
@@ -71,7 +71,7 @@ def _check_small_n(m: Mapping[str, Any]) -> Any:
     return by_seeds([bool(g[0, 1] < g[0, 0] and c[0, 1] <= c[0, 0]) for g, c in zip(gap, cp)], **nums)
 
 
-def _check_late(m: Mapping[str, Any]) -> Any:
+def _check_late(m: Mapping[str, Any], cfg) -> Any:
     gap = _arr(m, "gap")
     ok, diff = _gap_guard(m, 0, (0, 1, 2))
     nums = {"gain_early": float((gap[:, 0, 0] - gap[:, 0, 1]).mean()),
@@ -83,7 +83,7 @@ def _check_late(m: Mapping[str, Any]) -> Any:
     return by_seeds([bool(g[0, 0] - g[0, 1] > g[0, 0] - g[0, 2]) for g in gap], **nums)
 
 
-def _check_large_n(m: Mapping[str, Any]) -> Any:
+def _check_large_n(m: Mapping[str, Any], cfg) -> Any:
     gap = _arr(m, "gap")
     gain = gap[:, :, 0] - gap[:, :, 1]  # [seed][n]
     nums = {f"gain_early_n{n}": float(gain[:, j].mean()) for j, n in enumerate(m["n_values"])}
@@ -147,12 +147,18 @@ class DiTLocality(Study):
     }
 
     claims = [
-        Claim("global DiT: early-layer attention distance is smaller at the largest n than at the smallest",
-              _check_attention),
-        Claim("at the smallest n, early-layer windows lower the train - held-out PSNR gap and copy fraction "
-              "vs global attention (at matched train PSNR)", _check_small_n),
-        Claim("late-layer windows lower the gap less than early-layer windows (smallest n)", _check_late),
-        Claim("the early-window benefit shrinks at the largest n", _check_large_n),
+        Claim(
+            "early-attention-local-at-large-n",
+            "global DiT: early-layer attention distance is smaller at the largest n than at the smallest",
+            _check_attention),
+        Claim(
+            "early-window-lowers-gap",
+            "at the smallest n, early-layer windows lower the train - held-out PSNR gap and copy fraction "
+            "vs global attention (at matched train PSNR)", _check_small_n),
+        Claim(
+            "late-window-weaker",
+            "late-layer windows lower the gap less than early-layer windows (smallest n)", _check_late),
+        Claim("benefit-shrinks-with-n", "the early-window benefit shrinks at the largest n", _check_large_n),
     ]
 
     def run(self, cfg: DiTLocality.Config, ctx: RunContext) -> dict[str, Any]:

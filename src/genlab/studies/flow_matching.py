@@ -32,14 +32,14 @@ def _curve_tstar(ts: list[float], maxw: list[float], level: float) -> float:
     return 1.0
 
 
-def _check_collapse(m: Mapping[str, Any]) -> Any:
+def _check_collapse(m: Mapping[str, Any], cfg) -> Any:
     dims = m["collapse"]["gmm_dims"]
     tstar = [m["collapse"]["tstar"][f"gmm{d}"] for d in dims]
     monotone = all(b <= a for a, b in zip(tstar, tstar[1:]))
     return evidence(monotone and tstar[-1] < tstar[0], **{f"tstar_d{d}": t for d, t in zip(dims, tstar)})
 
 
-def _check_memorise(m: Mapping[str, Any]) -> Any:
+def _check_memorise(m: Mapping[str, Any], cfg) -> Any:
     ns = m["train"]["n_values"]
     cf = m["train"]["copy_fraction"]  # [seed][n]
     held = [c[0] >= 0.5 and c[-1] <= 0.05 for c in cf]
@@ -47,7 +47,7 @@ def _check_memorise(m: Mapping[str, Any]) -> Any:
     return by_seeds(held, **{f"copy_n{n}": float(arr[:, i].mean()) for i, n in enumerate(ns)})
 
 
-def _check_approx(m: Mapping[str, Any]) -> Any:
+def _check_approx(m: Mapping[str, Any], cfg) -> Any:
     err = np.array(m["train"]["approx_error"])  # [seed][n][t]
     ts = m["train"]["error_ts"]
     held = [bool(e[-1].mean() > e[0].mean() and int(np.argmax(e[-1])) == len(ts) - 1) for e in err]
@@ -55,7 +55,7 @@ def _check_approx(m: Mapping[str, Any]) -> Any:
                     err_large_n_last_t=float(err[:, -1, -1].mean()), err_large_n_first_t=float(err[:, -1, 0].mean()))
 
 
-def _check_hybrid(m: Mapping[str, Any]) -> Any:
+def _check_hybrid(m: Mapping[str, Any], cfg) -> Any:
     h = m["hybrid"]
     taus = h["taus"]
     held = []
@@ -69,7 +69,7 @@ def _check_hybrid(m: Mapping[str, Any]) -> Any:
                     nn_tau0=float(np.mean([d[0] for d in h["nn_dist"]])))
 
 
-def _check_efm(m: Mapping[str, Any]) -> Any:
+def _check_efm(m: Mapping[str, Any], cfg) -> Any:
     c = m["compare"]
     numbers: dict[str, float] = {}
     ok = True
@@ -146,16 +146,26 @@ class FlowMatching(Study):
     }
 
     claims = [
-        Claim("target stochasticity collapses earlier in t as the dimension grows (t* of max-weight >= 0.9 "
-              "non-increasing over GMM d = 2..1024, and earlier at the largest d than at d = 2)", _check_collapse),
-        Claim("a CFM network memorises at tiny n (copy fraction >= 0.5 at the smallest n) but not at the largest "
-              "(<= 0.05)", _check_memorise),
-        Claim("the network departs from u* more as n grows, most at late t (error at the largest n exceeds the "
-              "smallest n's and peaks at the last t)", _check_approx),
-        Claim("hybrid sampler: using u* up to tau <= 0.2 leaves samples novel (copy <= 0.05); NN distance "
-              "non-increasing in tau; u* all the way copies (>= 0.95)", _check_hybrid),
-        Claim("EFM (M in efm_banks) is at least as good as CFM and OT-CFM on held-out Fréchet distance and MMD",
-              _check_efm),
+        Claim(
+            "collapse-earlier-in-high-d",
+            "target stochasticity collapses earlier in t as the dimension grows (t* of max-weight >= 0.9 "
+            "non-increasing over GMM d = 2..1024, and earlier at the largest d than at d = 2)", _check_collapse),
+        Claim(
+            "memorises-only-tiny-n",
+            "a CFM network memorises at tiny n (copy fraction >= 0.5 at the smallest n) but not at the largest "
+            "(<= 0.05)", _check_memorise),
+        Claim(
+            "departs-from-ustar-late-t",
+            "the network departs from u* more as n grows, most at late t (error at the largest n exceeds the "
+            "smallest n's and peaks at the last t)", _check_approx),
+        Claim(
+            "hybrid-sampler",
+            "hybrid sampler: using u* up to tau <= 0.2 leaves samples novel (copy <= 0.05); NN distance "
+            "non-increasing in tau; u* all the way copies (>= 0.95)", _check_hybrid),
+        Claim(
+            "efm-not-better",
+            "EFM (M in efm_banks) is at least as good as CFM and OT-CFM on held-out Fréchet distance and MMD",
+            _check_efm),
     ]
 
     # ------------------------------------------------------------------------------------------------------

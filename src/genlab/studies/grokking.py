@@ -28,8 +28,7 @@ from torch import nn
 
 from genlab.data.digits import digits_split
 from genlab.data.modular import OPERATIONS, modular_split, one_hot_pairs, token_sequences, vocab_size
-from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
-from genlab.harness.claims import unanimous
+from genlab.harness import Claim, Paper, RunContext, Study, by_seeds, register
 from genlab.harness.torch_setup import setup_torch
 from genlab.measures.flatness import flatness_penalty, softmax_ce_flatness_terms
 from genlab.measures.neural_collapse import nc1, nc2, nc3, nc4, ncc
@@ -227,7 +226,7 @@ def _modular_seeds(m: dict, arm: str, op: str | None = None) -> list[dict]:
     return m["modular"][op][arm]
 
 
-def check_kappa_window(m: dict) -> Any:
+def check_kappa_window(m: dict, cfg) -> Any:
     """κ (bound form) falls at least ``kappa_drop``-fold across [onset − w, onset + w] in every baseline run."""
     thr = m["thresholds"]["kappa_drop"]
     helds, ratios, before = [], [], []
@@ -240,8 +239,8 @@ def check_kappa_window(m: dict) -> Any:
             ratios.append(ratio)
             before.append(r["kappa_bound_lo"] / r["kappa_bound_mem"])
             helds.append(ratio <= 1.0 / thr)
-    return evidence(
-        unanimous(helds),
+    return by_seeds(
+        helds,
         note="None per run = no onset within the budget; kappa_lo_over_mem = drop already before the window",
         runs_held=f"{sum(h is True for h in helds)}/{len(helds)}",
         kappa_hi_over_lo=[round(v, 4) for v in ratios],
@@ -249,7 +248,7 @@ def check_kappa_window(m: dict) -> Any:
     )
 
 
-def check_nc_early(m: dict) -> Any:
+def check_nc_early(m: dict, cfg) -> Any:
     """NCC has already fallen ``nc_drop``-fold from memorisation to the start of the onset window."""
     thr = m["thresholds"]["nc_drop"]
     helds, ratios, nc1_ratios = [], [], []
@@ -262,15 +261,15 @@ def check_nc_early(m: dict) -> Any:
             ratios.append(ratio)
             nc1_ratios.append(r["nc1_lo"] / r["nc1_mem"])
             helds.append(ratio <= 1.0 / thr)
-    return evidence(
-        unanimous(helds),
+    return by_seeds(
+        helds,
         runs_held=f"{sum(h is True for h in helds)}/{len(helds)}",
         ncc_lo_over_mem=[round(v, 4) for v in ratios],
         nc1_lo_over_mem=[round(v, 4) for v in nc1_ratios],
     )
 
 
-def check_kappa_times_onset(m: dict) -> Any:
+def check_kappa_times_onset(m: dict, cfg) -> Any:
     """Of the total log-decrease from memorisation to the end, κ loses a larger share inside the onset window
     than NCC does (κ times the onset better than collapse)."""
     helds, k_share, n_share = [], [], []
@@ -288,10 +287,10 @@ def check_kappa_times_onset(m: dict) -> Any:
             k_share.append(round(shares[0], 3))
             n_share.append(round(shares[1], 3))
             helds.append(None if any(map(math.isnan, shares)) else shares[0] > shares[1])
-    return evidence(unanimous(helds), kappa_share_in_window=k_share, ncc_share_in_window=n_share)
+    return by_seeds(helds, kappa_share_in_window=k_share, ncc_share_in_window=n_share)
 
 
-def check_ascent(m: dict) -> Any:
+def check_ascent(m: dict, cfg) -> Any:
     """Per seed: baseline onset before switch-off; under ascent no onset before switch-off, onset after it."""
     off = m["thresholds"]["ascent_off"]
     helds, base_on, asc_on, max_on = [], [], [], []
@@ -303,8 +302,8 @@ def check_ascent(m: dict) -> Any:
             helds.append(None)  # the baseline does not generalise before switch-off: a delay cannot be shown
         else:
             helds.append(a["onset"] is not None and a["onset"] >= off)
-    return evidence(
-        unanimous(helds),
+    return by_seeds(
+        helds,
         note="held per seed: baseline onset < switch-off <= ascent onset",
         switch_off=off,
         baseline_onset=base_on,
@@ -313,7 +312,7 @@ def check_ascent(m: dict) -> Any:
     )
 
 
-def check_suppress(m: dict) -> Any:
+def check_suppress(m: dict, cfg) -> Any:
     """Per seed, decided only where collapse was really suppressed — NCC at the baseline's onset step ≥
     ``ncc_raise_onset``× the baseline's and NCC over the last quarter ≥ ``ncc_raise``× — then: onset within
     ``tolerance`` × the baseline's."""
@@ -335,8 +334,8 @@ def check_suppress(m: dict) -> Any:
         ratios.append(round(r, 3))
         effective = up >= raise_ and up_on >= raise_on
         helds.append(r <= tol if effective else None)  # collapse not suppressed: undecidable
-    return evidence(
-        unanimous(helds),
+    return by_seeds(
+        helds,
         note="seeds where NCC was not raised at the onset and late are undecidable",
         onset_ratio=ratios,
         ncc_ratio_at_onset=raised_on,
@@ -345,7 +344,7 @@ def check_suppress(m: dict) -> Any:
     )
 
 
-def check_digits_ascent(m: dict) -> Any:
+def check_digits_ascent(m: dict, cfg) -> Any:
     """Digits: test accuracy at switch-off ≥ margin below the baseline's; at the end within 2 points of it."""
     margin = m["thresholds"]["digits_margin"]
     helds, gaps, finals = [], [], []
@@ -355,10 +354,10 @@ def check_digits_ascent(m: dict) -> Any:
         gaps.append(round(gap, 4))
         finals.append(round(fin, 4))
         helds.append(gap >= margin and fin <= 0.02)
-    return evidence(unanimous(helds), gap_at_switch_off=gaps, final_gap=finals, margin=margin)
+    return by_seeds(helds, gap_at_switch_off=gaps, final_gap=finals, margin=margin)
 
 
-def check_digits_suppress(m: dict) -> Any:
+def check_digits_suppress(m: dict, cfg) -> Any:
     """Digits: collapse suppression raises NCC yet final test accuracy stays within 2 points of the baseline."""
     helds, gaps, raised = [], [], []
     for b, s in zip(m["digits"]["baseline"], m["digits"]["suppress"]):
@@ -367,7 +366,7 @@ def check_digits_suppress(m: dict) -> Any:
         raised.append(round(up, 3))
         gaps.append(round(gap, 4))
         helds.append(gap <= 0.02 if up >= m["thresholds"]["ncc_raise"] else None)
-    return evidence(unanimous(helds), final_gap=gaps, late_ncc_ratio=raised)
+    return by_seeds(helds, final_gap=gaps, late_ncc_ratio=raised)
 
 
 # -- jobs (top level, so a process pool can run them) ---------------------------------------------------------
@@ -573,15 +572,25 @@ class Grokking(Study):
     }
 
     claims = [
-        Claim("κ (relative flatness, bound form) drops ≥ 2× within the window around the onset", check_kappa_window),
-        Claim("NCC has already fallen ≥ 2× from memorisation before the onset window (NC does not time it)",
-              check_nc_early),
-        Claim("κ's log-decrease is more concentrated in the onset window than NCC's", check_kappa_times_onset),
-        Claim("flatness ascent delays generalisation until after switch-off", check_ascent),
-        Claim("collapse suppression (NCC ≥ 2× at onset, ≥ 10× late) leaves onset within 1.5× baseline", check_suppress),
-        Claim("digits: flatness ascent suppresses test accuracy until switch-off, then it recovers",
+        Claim(
+            "kappa-drops-at-onset",
+            "κ (relative flatness, bound form) drops ≥ 2× within the window around the onset", check_kappa_window),
+        Claim(
+            "ncc-falls-before-onset",
+            "NCC has already fallen ≥ 2× from memorisation before the onset window (NC does not time it)",
+            check_nc_early),
+        Claim(
+            "kappa-concentrated-at-onset",
+            "κ's log-decrease is more concentrated in the onset window than NCC's", check_kappa_times_onset),
+        Claim("ascent-delays", "flatness ascent delays generalisation until after switch-off", check_ascent),
+        Claim(
+            "suppression-leaves-onset",
+            "collapse suppression (NCC ≥ 2× at onset, ≥ 10× late) leaves onset within 1.5× baseline", check_suppress),
+        Claim("digits-ascent", "digits: flatness ascent suppresses test accuracy until switch-off, then it recovers",
               check_digits_ascent),
-        Claim("digits: collapse suppression leaves final test accuracy within 2 points", check_digits_suppress),
+        Claim(
+            "digits-suppression",
+            "digits: collapse suppression leaves final test accuracy within 2 points", check_digits_suppress),
     ]
 
     # -- run ------------------------------------------------------------------------------------------------

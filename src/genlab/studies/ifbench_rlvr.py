@@ -243,24 +243,27 @@ class IFBenchRLVR(Study):
 
     claims = [
         Claim(
+            "grpo-raises-in-domain",
             "GRPO with the verifiable reward raises in-domain prompt-level accuracy over the base model (by >= 0.10)",
-            lambda m: by_seeds(
+            lambda m, cfg: by_seeds(
                 [g - b >= 0.10 for g, b in zip(m["acc"]["grpo"]["id"], m["acc"]["base"]["id"])],
                 base=np.mean(m["acc"]["base"]["id"]),
                 grpo=np.mean(m["acc"]["grpo"]["id"]),
             ),
         ),
         Claim(
+            "grpo-raises-unseen",
             "GRPO raises accuracy on unseen (constraint, word) pairs over the base model (by >= 0.05)",
-            lambda m: by_seeds(
+            lambda m, cfg: by_seeds(
                 [g - b >= 0.05 for g, b in zip(m["acc"]["grpo"]["ood"], m["acc"]["base"]["ood"])],
                 base=np.mean(m["acc"]["base"]["ood"]),
                 grpo=np.mean(m["acc"]["grpo"]["ood"]),
             ),
         ),
         Claim(
+            "grpo-vs-sft-unseen",
             "on unseen pairs GRPO does at least as well as SFT on the same prompts",
-            lambda m: by_seeds(
+            lambda m, cfg: by_seeds(
                 [g >= s for g, s in zip(m["acc"]["grpo"]["ood"], m["acc"]["sft"]["ood"])],
                 sft=np.mean(m["acc"]["sft"]["ood"]),
                 grpo=np.mean(m["acc"]["grpo"]["ood"]),

@@ -199,36 +199,44 @@ class MarginBounds(Study):
 
     claims = [
         Claim(
+            "thm2-ratio-bounded",
             "Thm 2's gap stays within a small constant (<= 3) of the lower bound's over the whole (n, γ, L) grid",
-            lambda m: evidence(
+            lambda m, cfg: evidence(
                 max(m["ratio"]["tight_sup"]) <= 3.0,
                 sup_ratio=max(m["ratio"]["tight_sup"]),
                 inf_ratio=min(m["ratio"]["tight_inf"]),
             ),
+            kind="identity",
         ),
         Claim(
+            "gkl-ratio-grows",
             "GKL'20's gap ratio to the lower bound grows with n along L = 1/n (at least x2 over the n range)",
-            lambda m: evidence(
+            lambda m, cfg: evidence(
                 all(np.diff(m["ratio"]["gkl_path"]) > 0)
                 and m["ratio"]["gkl_path"][-1] >= 2 * m["ratio"]["gkl_path"][0],
                 first=m["ratio"]["gkl_path"][0],
                 last=m["ratio"]["gkl_path"][-1],
                 thm2_last=m["ratio"]["tight_path"][-1],
             ),
+            kind="identity",
         ),
         Claim(
+            "certificate-valid",
             "the explicit-constant certificate is never below the held-out error's lower 95% CP limit "
             "(allowing 5% interval misses)",
-            lambda m: _certificate_claim(m),
+            lambda m, cfg: _certificate_claim(m),
         ),
         Claim(
+            "certificate-tracks-error",
             "bounds track held-out error across n: the certificate falls with n on every dataset/learner "
             "and is non-vacuous (< 1) at the largest synthetic n",
-            lambda m: _tracking_claim(m),
+            lambda m, cfg: _tracking_claim(m),
         ),
         Claim(
+            "thm2-below-gkl-on-models",
             "on trained models the Thm 2 / lower-bound ratio stays below the GKL'20 ratio at every n",
-            lambda m: _model_ratio_claim(m),
+            lambda m, cfg: _model_ratio_claim(m),
+            kind="identity",
         ),
     ]
 

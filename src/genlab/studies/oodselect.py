@@ -224,30 +224,30 @@ def _small_ks(m: Any) -> list[int]:
     return [i for i, f in enumerate(m["k_fractions"]) if f <= m["planted_fraction"] + 1e-9]
 
 
-def _claim_full(m: Any):
+def _claim_full(m: Any, cfg):
     rs = [s["r_full_test"] for s in _seed_rows(m)]
     return by_seeds([r > 0.3 for r in rs], r_full_test=rs)
 
 
-def _claim_selected(m: Any):
+def _claim_selected(m: Any, cfg):
     small = _small_ks(m)
     worst = [max(s["r_selected_test"][i] for i in small) for s in _seed_rows(m)]
     return by_seeds([w < -0.5 for w in worst], max_r_selected_test_up_to_planted=worst,
                     ks=[m["ks"][i] for i in small])
 
 
-def _claim_random(m: Any):
+def _claim_random(m: Any, cfg):
     lo = [min(s["r_random_mean"]) for s in _seed_rows(m)]
     return by_seeds([v > 0.3 for v in lo], min_mean_r_random=lo)
 
 
-def _claim_precision(m: Any):
+def _claim_precision(m: Any, cfg):
     small = _small_ks(m)
     enr = [min(s["precision"][i] for i in small) / m["planted_fraction"] for s in _seed_rows(m)]
     return by_seeds([e >= 2.0 for e in enr], min_enrichment=enr, base_rate=m["planted_fraction"])
 
 
-def _claim_beats_greedy(m: Any):
+def _claim_beats_greedy(m: Any, cfg):
     small = _small_ks(m)
     diffs = [float(np.mean([s["r_selected_test"][i] - s["r_greedy_test"][i] for i in small])) for s in _seed_rows(m)]
     mean = float(np.mean(diffs))
@@ -306,14 +306,24 @@ class OODSelectStudy(Study):
     }
 
     claims = [
-        Claim("accuracy-on-the-line on the full OOD set: probit r > 0.3 on held-out models", _claim_full),
-        Claim("OODSelect subsets up to the planted subgroup's size: probit r < -0.5 on held-out models",
-              _claim_selected),
-        Claim("random subsets of the same sizes stay on the line: mean r > 0.3 at every k", _claim_random),
-        Claim("the selection is enriched in the planted reversed subgroup: precision >= 2x its base rate",
-              _claim_precision),
-        Claim("OODSelect is at least as negative as the greedy baseline on held-out models (within 0.05)",
-              _claim_beats_greedy),
+        Claim(
+            "full-set-on-the-line",
+            "accuracy-on-the-line on the full OOD set: probit r > 0.3 on held-out models", _claim_full),
+        Claim(
+            "selected-below-the-line",
+            "OODSelect subsets up to the planted subgroup's size: probit r < -0.5 on held-out models",
+            _claim_selected),
+        Claim(
+            "random-subsets-on-the-line",
+            "random subsets of the same sizes stay on the line: mean r > 0.3 at every k", _claim_random),
+        Claim(
+            "selection-enriched",
+            "the selection is enriched in the planted reversed subgroup: precision >= 2x its base rate",
+            _claim_precision),
+        Claim(
+            "beats-greedy",
+            "OODSelect is at least as negative as the greedy baseline on held-out models (within 0.05)",
+            _claim_beats_greedy),
     ]
 
     def run(self, cfg: OODSelectStudy.Config, ctx: RunContext) -> dict:

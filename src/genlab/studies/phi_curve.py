@@ -323,7 +323,7 @@ def _summaries(
 # claims
 # ---------------------------------------------------------------------------------------------------------
 def _agree_claim(family: str):
-    def check(m: Mapping[str, Any]):
+    def check(m: Mapping[str, Any], cfg):
         s = m["summary"][family]
         a_r, a_n = s["agree_risk"], s["agree_norm"]
         return evidence(
@@ -342,7 +342,7 @@ def _agree_claim(family: str):
     return check
 
 
-def _linear_claim(m: Mapping[str, Any]):
+def _linear_claim(m: Mapping[str, Any], cfg):
     s = m["summary"]["rf"]
     st = m["settings"]
     return evidence(
@@ -357,7 +357,7 @@ def _linear_claim(m: Mapping[str, Any]):
     )
 
 
-def _no_second_peak_claim(m: Mapping[str, Any]):
+def _no_second_peak_claim(m: Mapping[str, Any], cfg):
     s = m["summary"]["rf"]
     return evidence(
         s["peaks_norm_axis_mc"] == 0 and s["peaks_norm_axis_de"] == 0,
@@ -368,7 +368,7 @@ def _no_second_peak_claim(m: Mapping[str, Any]):
     )
 
 
-def _double_descent_claim(m: Mapping[str, Any]):
+def _double_descent_claim(m: Mapping[str, Any], cfg):
     s = m["summary"]["rf"]
     w = m["settings"]["window"]
     held = (
@@ -386,7 +386,7 @@ def _double_descent_claim(m: Mapping[str, Any]):
     )
 
 
-def _digits_claim(m: Mapping[str, Any]):
+def _digits_claim(m: Mapping[str, Any], cfg):
     if "digits" not in m["summary"]:
         return evidence(None, note="digits variant disabled")
     s = m["summary"]["digits"]
@@ -502,16 +502,26 @@ class PhiCurve(Study):
     }
 
     claims = [
-        Claim("RFRR: deterministic equivalents of risk and norm match Monte Carlo within tolerance",
-              _agree_claim("rf")),
-        Claim("Linear ridge: deterministic equivalents of risk and norm match Monte Carlo within tolerance",
-              _agree_claim("ridge")),
-        Claim("Risk vs parameter count shows double descent at small λ (peak at p ≈ n)", _double_descent_claim),
-        Claim("Over-parameterised ridgeless RFRR: risk is linear (affine) in the norm", _linear_claim),
-        Claim("Risk vs norm has no second peak on the over-parameterised branch (no double descent in norm)",
-              _no_second_peak_claim),
-        Claim("Digits (erf features): no second peak in risk vs norm past interpolation, risk ≈ affine in norm",
-              _digits_claim),
+        Claim("rf-de-matches-mc", "RFRR: deterministic equivalents of risk and norm match Monte Carlo within tolerance",
+              _agree_claim("rf"), kind="identity"),
+        Claim(
+            "ridge-de-matches-mc",
+            "Linear ridge: deterministic equivalents of risk and norm match Monte Carlo within tolerance",
+            _agree_claim("ridge"), kind="identity"),
+        Claim(
+            "double-descent-in-p",
+            "Risk vs parameter count shows double descent at small λ (peak at p ≈ n)", _double_descent_claim),
+        Claim(
+            "risk-affine-in-norm",
+            "Over-parameterised ridgeless RFRR: risk is linear (affine) in the norm", _linear_claim),
+        Claim(
+            "no-second-peak-in-norm",
+            "Risk vs norm has no second peak on the over-parameterised branch (no double descent in norm)",
+            _no_second_peak_claim),
+        Claim(
+            "digits-phi-curve",
+            "Digits (erf features): no second peak in risk vs norm past interpolation, risk ≈ affine in norm",
+            _digits_claim),
     ]
 
     # -- run ------------------------------------------------------------------------------------------------

@@ -229,27 +229,34 @@ class RankSparseBounds(Study):
 
     claims = [
         Claim(
+            "schatten-below-param-count",
             "at the largest width the Schatten bound (Thm 3.6, p optimised) is below parameter counting on every "
             "dataset",
-            lambda m: _largest(m, lambda s: s["schatten"][-1] < s["param_count"][-1], "param_count"),
+            lambda m, cfg: _largest(m, lambda s: s["schatten"][-1] < s["param_count"][-1], "param_count"),
         ),
         Claim(
+            "schatten-below-norm-bounds",
             "at the largest width the Schatten bound is below every norm bound (spectral, Frobenius, PAC-Bayes, "
             "path norm) on every dataset",
-            lambda m: _largest(m, lambda s: all(s["schatten"][-1] < s[k][-1] for k in NORM_BOUNDS), *NORM_BOUNDS),
+            lambda m, cfg: _largest(m, lambda s: all(s["schatten"][-1] < s[k][-1] for k in NORM_BOUNDS), *NORM_BOUNDS),
         ),
         Claim(
+            "schatten-grows-slower",
             "the Schatten bound grows more slowly with width than parameter counting on every dataset",
-            lambda m: _growth(m),
+            lambda m, cfg: _growth(m),
         ),
         Claim(
+            "p0-equals-rank-count",
             "p -> 0: each layer's Schatten term equals the low-rank parameter count rank*(w_in + w_out) "
             "(relative gap < 1e-6 on every trained layer)",
-            lambda m: evidence(m["p0_max_rel_gap"] < 1e-6, max_rel_gap=m["p0_max_rel_gap"]),
+            lambda m, cfg: evidence(m["p0_max_rel_gap"] < 1e-6, max_rel_gap=m["p0_max_rel_gap"]),
+            kind="identity",
         ),
         Claim(
+            "rescale-invariance",
             "every bound is invariant to rescaling layer 1 by 4 and layer 2 by 1/4 (relative change < 1e-8)",
-            lambda m: evidence(m["rescale_max_rel_change"] < 1e-8, max_rel_change=m["rescale_max_rel_change"]),
+            lambda m, cfg: evidence(m["rescale_max_rel_change"] < 1e-8, max_rel_change=m["rescale_max_rel_change"]),
+            kind="identity",
         ),
     ]
 

@@ -272,7 +272,7 @@ def _claim_len(m: Mapping[str, Any]) -> str:
     return str(m.get("claim_length") or _longest(m))
 
 
-def _claim_full(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+def _claim_full(m: Mapping[str, Any], cfg):  # type: ignore[no-untyped-def]
     L = _claim_len(m)
     tasks = list(m["acc_seeds"]["full"])
     per_task = {t: min(_seed_accs(m, "full", t, L)) for t in tasks}
@@ -284,7 +284,7 @@ def _claim_full(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
                     **{f"min_acc_{t}": v for t, v in per_task.items()})
 
 
-def _claim_rotation_s3(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+def _claim_rotation_s3(m: Mapping[str, Any], cfg):  # type: ignore[no-untyped-def]
     L = str(m["in_distribution_length"])
     accs = _seed_accs(m, "rotation", "s3", L)
     fail = _fail_level(m["chance"]["s3"][L])
@@ -294,7 +294,7 @@ def _claim_rotation_s3(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
                     rotation_acc=accs, full_acc=full, fail_below=fail)
 
 
-def _claim_diag_parity_only(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+def _claim_diag_parity_only(m: Mapping[str, Any], cfg):  # type: ignore[no-untyped-def]
     L = _claim_len(m)
     tasks = list(m["acc_seeds"]["diag"])
     others = [t for t in tasks if t != "parity"]
@@ -315,7 +315,7 @@ def _claim_diag_parity_only(m: Mapping[str, Any]):  # type: ignore[no-untyped-de
                     **{f"{t}_acc": _seed_accs(m, "diag", t, L) for t in others})
 
 
-def _claim_posdiag_parity(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+def _claim_posdiag_parity(m: Mapping[str, Any], cfg):  # type: ignore[no-untyped-def]
     L = _claim_len(m)
     accs = _seed_accs(m, "posdiag+add", "parity", L)
     fail = _fail_level(m["chance"]["parity"][L])
@@ -325,7 +325,7 @@ def _claim_posdiag_parity(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
                     acc_in_distribution=ind)
 
 
-def _claim_additive(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+def _claim_additive(m: Mapping[str, Any], cfg):  # type: ignore[no-untyped-def]
     ood = [k for k in m["lengths"] if int(m["in_distribution_length"]) < int(k) <= int(_claim_len(m))]
     base = [float(np.mean([_seed_accs(m, "full", "parity", k)[s] for k in ood]))
             for s in range(len(_seed_accs(m, "full", "parity", ood[0])))]
@@ -338,7 +338,7 @@ def _claim_additive(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
                     without_additive=base, with_additive=add)
 
 
-def _claim_cp_rank(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+def _claim_cp_rank(m: Mapping[str, Any], cfg):  # type: ignore[no-untyped-def]
     L = _claim_len(m)
     ranks = sorted(int(k[2:]) for k in m["acc_seeds"] if k.startswith("cp") and k[2:].isdigit())
     if len(ranks) < 2:
@@ -361,7 +361,7 @@ def _claim_cp_rank(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
                     **{f"rank_needed_{t}": (v if math.isfinite(v) else "inf") for t, v in needed.items()})
 
 
-def _claim_prop3(m: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+def _claim_prop3(m: Mapping[str, Any], cfg):  # type: ignore[no-untyped-def]
     rows = m["prop3"]["sign"]
     ok = []
     for r in rows:
@@ -443,20 +443,30 @@ class StateTracking(Study):
     }
 
     claims = [
-        Claim("full bilinear reaches >= 0.95 accuracy at the claim length (quick 50, full 500) on every task",
-              _claim_full),
-        Claim("R2 (rotation / complex-diagonal) fails the non-abelian S3 even in distribution",
-              _claim_rotation_s3),
-        Claim("real diagonal solves parity and fails every other task (at the claim length)",
+        Claim(
+            "full-bilinear-generalizes",
+            "full bilinear reaches >= 0.95 accuracy at the claim length (quick 50, full 500) on every task",
+            _claim_full),
+        Claim("rotation-fails-s3", "R2 (rotation / complex-diagonal) fails the non-abelian S3 even in distribution",
+              _claim_rotation_s3, kind="identity"),
+        Claim("diagonal-parity-only", "real diagonal solves parity and fails every other task (at the claim length)",
               _claim_diag_parity_only),
-        Claim("positive diagonal with an additive input term (Mamba/GLA-style) fails parity (at the claim length)",
-              _claim_posdiag_parity),
-        Claim("adding additive terms to the full bilinear model lowers parity length generalisation "
-              "(test lengths above training, up to the claim length)",
-              _claim_additive),
-        Claim("the CP rank needed (to solve a task at the claim length) grows with task complexity", _claim_cp_rank),
-        Claim("Prop. 3: a frozen random real-diagonal net with a readout fit on two examples solves parity "
-              "at every length with probability 1 - 2^-H", _claim_prop3),
+        Claim(
+            "posdiag-fails-parity",
+            "positive diagonal with an additive input term (Mamba/GLA-style) fails parity (at the claim length)",
+            _claim_posdiag_parity, kind="identity"),
+        Claim(
+            "additive-terms-hurt",
+            "adding additive terms to the full bilinear model lowers parity length generalisation "
+            "(test lengths above training, up to the claim length)",
+            _claim_additive),
+        Claim(
+            "cp-rank-grows",
+            "the CP rank needed (to solve a task at the claim length) grows with task complexity", _claim_cp_rank),
+        Claim(
+            "prop3-random-diagonal",
+            "Prop. 3: a frozen random real-diagonal net with a readout fit on two examples solves parity "
+            "at every length with probability 1 - 2^-H", _claim_prop3, kind="identity"),
     ]
 
     def jobs(self, cfg: Config, ctx: RunContext) -> list[JobSpec]:

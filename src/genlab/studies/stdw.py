@@ -294,7 +294,7 @@ def paired(m: Any, a: str, b: str) -> dict[str, tuple[float, float]]:
 
 
 def _gain_claim(arm: str):
-    def check(m: Any):
+    def check(m: Any, cfg):
         r = paired(m, arm, "source")
         lows = [mu - h for mu, h in r.values()]
         highs = [mu + h for mu, h in r.values()]
@@ -306,7 +306,7 @@ def _gain_claim(arm: str):
     return check
 
 
-def _claim_stdw_vs_gst(m: Any):
+def _claim_stdw_vs_gst(m: Any, cfg):
     r = paired(m, "stdw-linear", "gst")
     lows = [mu - h for mu, h in r.values()]
     highs = [mu + h for mu, h in r.values()]
@@ -315,7 +315,7 @@ def _claim_stdw_vs_gst(m: Any):
                     "else within seed noise", **{f"stdw-gst/{ds}": f"{mu:+.3f}±{h:.3f}" for ds, (mu, h) in r.items()})
 
 
-def _claim_rho0(m: Any):
+def _claim_rho0(m: Any, cfg):
     g0 = paired(m, "stdw-const0", "source")
     gl = paired(m, "stdw-linear", "source")
     fails = [g0[ds][0] < 0.5 * gl[ds][0] for ds in g0]
@@ -325,7 +325,7 @@ def _claim_rho0(m: Any):
                     **{f"gain_linear/{ds}": round(gl[ds][0], 3) for ds in gl})
 
 
-def _claim_schedule(m: Any):
+def _claim_schedule(m: Any, cfg):
     others = [a for a in m["arms"] if a.startswith("stdw-") and a != "stdw-linear"]
     sig_worse, sig_better = 0, 0
     table = {}
@@ -393,13 +393,19 @@ class STDWStudy(Study):
     }
 
     claims = [
-        Claim("gradual self-training (GST) >> source-only on the target (every dataset, 90% CI > +5 points)",
-              _gain_claim("gst")),
-        Claim("STDW (linear rho) >> source-only on the target (every dataset, 90% CI > +5 points)",
+        Claim(
+            "gst-beats-source",
+            "gradual self-training (GST) >> source-only on the target (every dataset, 90% CI > +5 points)",
+            _gain_claim("gst")),
+        Claim("stdw-beats-source", "STDW (linear rho) >> source-only on the target (every dataset, 90% CI > +5 points)",
               _gain_claim("stdw-linear")),
-        Claim("STDW (linear rho) >= gradual self-training on the target", _claim_stdw_vs_gst),
-        Claim("fixed rho = 0 fails to adapt (< half of STDW's gain over source-only, every dataset)", _claim_rho0),
-        Claim("the rho schedule matters (ablation: some schedule significantly below linear)", _claim_schedule),
+        Claim("stdw-vs-gst", "STDW (linear rho) >= gradual self-training on the target", _claim_stdw_vs_gst),
+        Claim(
+            "rho0-fails",
+            "fixed rho = 0 fails to adapt (< half of STDW's gain over source-only, every dataset)", _claim_rho0),
+        Claim(
+            "schedule-matters",
+            "the rho schedule matters (ablation: some schedule significantly below linear)", _claim_schedule),
     ]
 
     def run(self, cfg: STDWStudy.Config, ctx: RunContext) -> dict:

@@ -275,31 +275,37 @@ class TightBounds(Study):
 
     claims = [
         Claim(
+            "parity-erm-example",
             "Example 1.8: parity ERM is exact w.p. >= 0.999 at m = d+10, ~0.61 at m = d, >= 0.38 at m = d-1",
-            lambda m: evidence(
+            lambda m, cfg: evidence(
                 all(
                     v["d+10"] >= 0.999 and abs(v["d"] - 0.61) < 0.005 and v["d-1"] >= 0.38 for v in m["parity"].values()
                 ),
                 **{f"d{d}_{k}": x for d, v in m["parity"].items() for k, x in v.items()},
             ),
+            kind="identity",
         ),
         Claim(
+            "thm32-lower-bound",
             "Theorem 3.2: on 2^m+1 orthogonal functions every estimator (posterior mean, training loss) errs by "
             ">= 1/4 w.p. >= sum_k p_k/k >= 0.16",
-            lambda m: _lab_claim(m["lab"]),
+            lambda m, cfg: _lab_claim(m["lab"]),
         ),
         Claim(
+            "prop52-mmse-equals-v",
             "Prop. 5.2: the posterior-mean estimator's MSE equals v exactly (finite lab, every rule)",
-            lambda m: evidence(
+            lambda m, cfg: evidence(
                 max(abs(r["mmse"] - r["v"]) for r in m["exact"].values()) < 1e-12
                 and abs(m["lab"]["first_consistent"]["v"] - m["lab"]["first_consistent"]["v_closed_form"]) < 1e-12,
                 max_gap=max(abs(r["mmse"] - r["v"]) for r in m["exact"].values()),
             ),
+            kind="identity",
         ),
         Claim(
+            "stable-rules-estimable",
             "stable rules (memorizer, majority vote) are >= 10x more estimable (smaller v) than the "
             "F-interpolating first-consistent rule on the same family",
-            lambda m: evidence(
+            lambda m, cfg: evidence(
                 max(m["lab"]["memorizer"]["v"], m["lab"]["majority_vote"]["v"])
                 <= m["lab"]["first_consistent"]["v"] / 10,
                 v_first=m["lab"]["first_consistent"]["v"],
@@ -308,23 +314,27 @@ class TightBounds(Study):
             ),
         ),
         Claim(
+            "thm43-coverage",
             "Theorem 4.3 on digits: [E - a0 - a1, E + a0 + a1] covers the test error of A(S) in >= 1 - delta "
             "of learner/seed runs",
-            lambda m: _coverage_claim(m["digits"]),
+            lambda m, cfg: _coverage_claim(m["digits"]),
         ),
         Claim(
+            "stability-ordering",
             "ridge and the early-stopped net are more hypothesis-stable (agreement of A(S1), A(S)) than the "
             "random-label net, in every seed",
-            lambda m: _stability_claim(m["digits"]),
+            lambda m, cfg: _stability_claim(m["digits"]),
         ),
         Claim(
+            "loss-stability-suffices",
             "loss stability suffices: the random-label net is hypothesis-unstable (agreement < 0.6) yet its loss "
             "moves less than the hold-out radius a0, so its hold-out interval still covers, in every seed",
-            lambda m: _loss_stable_claim(m["digits"]),
+            lambda m, cfg: _loss_stable_claim(m["digits"]),
         ),
         Claim(
+            "app-l-agreement",
             "App. L: for every net, A(S1) and A(S) agree more often than A(S) is correct, in every seed",
-            lambda m: by_seeds(
+            lambda m, cfg: by_seeds(
                 [
                     all(
                         m["digits"][lrn][s]["agreement"] > m["digits"][lrn][s]["test_acc"]

@@ -117,7 +117,7 @@ def w2s_cnn_run(
 # ----------------------------------------------------------------------------------------------------
 
 
-def _claim_teacher(m: dict[str, Any]) -> Any:
+def _claim_teacher(m: dict[str, Any], cfg) -> Any:
     t = m["teacher"]
     held = 0.45 <= t["hard_mean"] <= 0.55 and abs(t["test_mean"] - m["p_hard"] / 2) <= 0.03
     return evidence(held, hard_only_error=t["hard_mean"], test_error=t["test_mean"], p_hard_half=m["p_hard"] / 2)
@@ -143,18 +143,18 @@ def _abundant_held(run: dict[str, Any]) -> tuple[bool, dict[str, float]]:
     return bool(held), nums
 
 
-def _claim_abundant(m: dict[str, Any]) -> Any:
+def _claim_abundant(m: dict[str, Any], cfg) -> Any:
     res = [_abundant_held(r) for r in m["abundant"]["runs"]]
     nums = {k: float(np.mean([r[1][k] for r in res])) for k in res[0][1]}
     return by_seeds([r[0] for r in res], **{f"mean_{k}": v for k, v in nums.items()})
 
 
-def _claim_linear_control(m: dict[str, Any]) -> Any:
+def _claim_linear_control(m: dict[str, Any], cfg) -> Any:
     c = m["linear_control"]
     return evidence(min(c["hard"]) >= 0.45, min_hard_error=min(c["hard"]), teacher_hard=m["teacher"]["hard_mean"])
 
 
-def _claim_scarce(m: dict[str, Any]) -> Any:
+def _claim_scarce(m: dict[str, Any], cfg) -> Any:
     s = m["scarce"]
     hard = np.asarray(s["hard_mean"])  # (n_nu, n_n)
     se = np.asarray(s["hard_se"])
@@ -178,7 +178,7 @@ def _claim_scarce(m: dict[str, Any]) -> Any:
     return evidence(bool(hi.min() > lo.max()), **nums)
 
 
-def _claim_scarce_monotone(m: dict[str, Any]) -> Any:
+def _claim_scarce_monotone(m: dict[str, Any], cfg) -> Any:
     """Held if some ‖ν‖ row falls significantly from its smallest to its largest scarce n and no row rises
     significantly between neighbours; inconclusive if no row changes significantly (too noisy to tell)."""
     s = m["scarce"]
@@ -284,20 +284,28 @@ class W2SCNN(Study):
     }
 
     claims = [
-        Claim("the linear CNN teacher is at chance on hard-only inputs and its error is ≈ p_h/2", _claim_teacher),
         Claim(
+            "teacher-at-chance-on-hard",
+            "the linear CNN teacher is at chance on hard-only inputs and its error is ≈ p_h/2", _claim_teacher),
+        Claim(
+            "abundant-student-beats-teacher",
             "data-abundant: early in training the student beats the teacher by > 0.05, fits the pseudo-labels only "
             "to 1 − flip rate, predicts > 90% of flipped points with their true label, and degrades with overtraining",
             _claim_abundant,
         ),
-        Claim("control: a linear student never beats the teacher on hard-only inputs", _claim_linear_control),
         Claim(
+            "linear-student-control",
+            "control: a linear student never beats the teacher on hard-only inputs", _claim_linear_control),
+        Claim(
+            "scarce-benign-harmful-separation",
             "data-scarce (r < 1): harmful (hard-only error ≥ 0.35) and benign (≤ 0.20) overfitting cells (≥ 2 each, "
             "±2 SE) are separated by the statistic n p_b² ‖ν‖⁴ / (σ_p⁴ d)",
             _claim_scarce,
         ),
-        Claim("data-scarce (r < 1): the hard-only error at convergence falls with n (never rises significantly)",
-              _claim_scarce_monotone),
+        Claim(
+            "scarce-error-falls-with-n",
+            "data-scarce (r < 1): the hard-only error at convergence falls with n (never rises significantly)",
+            _claim_scarce_monotone),
     ]
 
     # ------------------------------------------------------------------------------------------------

@@ -110,7 +110,7 @@ def multi_index_run(
 # ----------------------------------------------------------------------------------------------------
 
 
-def _claim_de_vs_mc(m: dict[str, Any]) -> Any:
+def _claim_de_vs_mc(m: dict[str, Any], cfg) -> Any:
     c = m["de_vs_mc"]
     held = c["max_rel_err"] <= c["tol"] and c["max_rel_err_interp"] <= c["tol_interp"]
     return evidence(
@@ -123,7 +123,7 @@ def _claim_de_vs_mc(m: dict[str, Any]) -> Any:
     )
 
 
-def _claim_under_reg(m: dict[str, Any]) -> Any:
+def _claim_under_reg(m: dict[str, Any], cfg) -> Any:
     s = m["sweep"]
     f = np.asarray(s["lam_t_factor"])
     de = np.asarray(s["de_best_gain"])
@@ -146,7 +146,7 @@ def _claim_under_reg(m: dict[str, Any]) -> Any:
     )
 
 
-def _claim_weighted(m: dict[str, Any]) -> Any:
+def _claim_weighted(m: dict[str, Any], cfg) -> Any:
     w = m["weighted"]
     rt = w["de_teacher"]
     held = (
@@ -164,7 +164,7 @@ def _claim_weighted(m: dict[str, Any]) -> Any:
     )
 
 
-def _claim_regime(m: dict[str, Any]) -> Any:
+def _claim_regime(m: dict[str, Any], cfg) -> Any:
     r = m["regime"]
     ratios = np.asarray(r["m_over_d"])
     under = np.asarray(r["de_ridgeless_gain_under"])
@@ -189,7 +189,7 @@ def _claim_regime(m: dict[str, Any]) -> Any:
     )
 
 
-def _claim_multi_index(m: dict[str, Any]) -> Any:
+def _claim_multi_index(m: dict[str, Any], cfg) -> Any:
     mi = m["multi_index"]
     mean, se = mi["mean"], mi["se"]
     d_st = mean["teacher"] - mean["student"]
@@ -281,24 +281,30 @@ class W2SRidge(Study):
 
     claims = [
         Claim(
+            "de-matches-mc",
             "closed-form (DE) test MSE matches Monte Carlo within tol (tol_interp near the interpolation threshold)",
             _claim_de_vs_mc,
+            kind="identity",
         ),
         Claim(
+            "under-regularised-teacher",
             "Σ = I, m ≫ d: the best student beats the teacher for every λ_T < λ_opt and never for λ_T ≥ λ_opt",
             _claim_under_reg,
         ),
         Claim(
+            "weighted-student",
             "at the teacher's optimal λ, a student with a penalty aligned to the target (weighted ridge) beats the "
             "teacher while a plain ridge student cannot",
             _claim_weighted,
         ),
         Claim(
+            "ridgeless-regime",
             "regime: a ridgeless student with m < d beats an under-regularised teacher and loses to an optimal one; "
             "with m > d it reproduces the teacher exactly",
             _claim_regime,
         ),
         Claim(
+            "multi-index-gain",
             "multi-index: the student (pre-trained hard direction + teacher-taught easy direction) beats the "
             "teacher, and the gain vanishes if its hard head is re-fitted on teacher labels",
             _claim_multi_index,
