@@ -258,7 +258,7 @@ def _run_ray(
     try:
         import ray
     except ImportError as exc:
-        raise ConfigError("the ray backend needs the 'ray' package: pip install ray") from exc
+        raise ConfigError("the ray backend needs Ray: pip install 'genlab[ray]'") from exc
 
     started_here = not ray.is_initialized()
     if started_here:
