@@ -1,11 +1,27 @@
 """The engine: Study API, registry, configs, run context, result store, runners, claims and report."""
 
-from genlab.harness.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claim, Evidence, by_seeds, evidence
+from genlab.harness.claims import (
+    EMPIRICAL,
+    ERROR,
+    IDENTITY,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Claim,
+    Evidence,
+    Majority,
+    MeanSE,
+    by_seeds,
+    evidence,
+)
 from genlab.harness.context import RunContext
 from genlab.harness.errors import ConfigError, GenlabError, RunError, UnknownStudyError
 from genlab.harness.study import Paper, Study, all_studies, get_study, register
 
 __all__ = [
+    "EMPIRICAL",
+    "ERROR",
+    "IDENTITY",
     "INCONCLUSIVE",
     "NOT_REPRODUCED",
     "REPRODUCED",
@@ -13,6 +29,8 @@ __all__ = [
     "ConfigError",
     "Evidence",
     "GenlabError",
+    "Majority",
+    "MeanSE",
     "Paper",
     "RunContext",
     "RunError",
