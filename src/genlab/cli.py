@@ -46,6 +46,18 @@ def _console(stderr: bool = False):
     return Console(stderr=stderr, highlight=False)
 
 
+def _esc(value: Any) -> str:
+    """User-supplied text (paths, claim numbers, errors) printed through rich is never parsed as markup."""
+    from rich.markup import escape
+
+    return escape(str(value))
+
+
+def _warn_damaged(damaged: list[str]) -> None:
+    for line in damaged:
+        print(f"warning: damaged run left out (it will be recomputed by run/reproduce): {line}", file=sys.stderr)
+
+
 def _verdict_style(verdict: str) -> str:
     return {"reproduced": "green", "not reproduced": "magenta", "error": "bold red"}.get(verdict, "yellow")
 
@@ -72,11 +84,11 @@ def _print_verdicts(results: list[Any]) -> None:
         table.add_column(col, overflow="fold")
     for r in results:
         if not r.ok:
-            table.add_row(r.study, str(r.seed), "[red]run failed[/]", "-", r.error or "")
+            table.add_row(r.study, str(r.seed), "[red]run failed[/]", "-", _esc(r.error or ""))
             continue
         for v in r.verdicts:
             style = _verdict_style(v.verdict)
-            table.add_row(r.study, str(r.seed), v.claim, f"[{style}]{v.verdict}[/]", v.numbers_text(3))
+            table.add_row(r.study, str(r.seed), _esc(v.claim), f"[{style}]{v.verdict}[/]", _esc(v.numbers_text(3)))
     _console().print(table)
 
 
@@ -84,11 +96,13 @@ def _print_verdicts(results: list[Any]) -> None:
 def list_cmd(root: RootOpt = Path("runs"), as_json: JsonOpt = False) -> None:
     """List studies: paper, presets and the last verdicts found in the run store."""
     from genlab.harness.report import group_verdicts, latest_groups
-    from genlab.harness.store import finished_runs
+    from genlab.harness.store import scan
     from genlab.harness.study import all_studies
 
+    runs, damaged = scan(root)
+    _warn_damaged(damaged)
     last: dict[str, dict[str, int]] = {}
-    for members in latest_groups(finished_runs(root), presets=("quick",)):
+    for members in latest_groups(runs, presets=("quick",)):
         counts = last.setdefault(members[0].study, {})
         for combined, _ in group_verdicts(members):
             counts[combined.verdict] = counts.get(combined.verdict, 0) + 1
@@ -144,7 +158,7 @@ def run_cmd(
         print(json.dumps(_result_json(result), indent=2))
         return
     what = "already finished (use --force to rerun)" if result.skipped else f"finished in {result.wall_time:.1f} s"
-    _console(stderr=True).print(f"{study} [{preset}, seed {seed}] {what}: {result.run_dir}")
+    _console(stderr=True).print(f"{_esc(study)} \\[{_esc(preset)}, seed {seed}] {what}: {_esc(result.run_dir)}")
     _print_verdicts([result])
 
 
@@ -163,7 +177,7 @@ def _run_with_progress(specs: list[Any], backend: str, jobs: int, address: str |
 
         def done(r: Any) -> None:
             state = "failed" if not r.ok else ("cached" if r.skipped else f"{r.wall_time:.0f}s")
-            bar.console.print(f"  {r.study} seed {r.seed}: {state}")
+            bar.console.print(f"  {_esc(r.study)} seed {r.seed}: {state}")
             bar.advance(task)
 
         return run_many(specs, backend, jobs, address, on_done=done)  # type: ignore[arg-type]
@@ -199,7 +213,7 @@ def reproduce_cmd(
         print(json.dumps({"report": str(path), "runs": [_result_json(r) for r in results]}, indent=2))
     else:
         _print_verdicts(results)
-        _console().print(f"report: {path.resolve()}")
+        _console().print(f"report: {_esc(path.resolve())}")
     if failed:
         raise typer.Exit(1)
 
@@ -248,7 +262,7 @@ def sweep_cmd(
             t.add_row(*[str(row[k]) for k in keys], *[_fmt_mean_se(row[m]) for m in metrics])
         _console().print(t)
         for r in failed:
-            _console(stderr=True).print(f"[red]failed[/] seed {r.seed} {r.config}: {r.error}")
+            _console(stderr=True).print(f"[red]failed[/] seed {r.seed} {_esc(r.config)}: {_esc(r.error)}")
     if failed:
         raise typer.Exit(1)
 
@@ -274,10 +288,14 @@ def report_cmd(
     """Write the self-contained HTML report of the finished runs."""
     from genlab.harness.report import write_report
 
-    if not runs_dir.exists():
-        from genlab.harness.errors import GenlabError
+    if not runs_dir.is_dir():
+        from genlab.harness.errors import ConfigError
 
-        raise GenlabError(f"no run store at {runs_dir}: run `genlab reproduce` or `genlab run STUDY` first")
+        what = "is not a directory" if runs_dir.exists() else "does not exist"
+        raise ConfigError(f"no run store at {runs_dir} (it {what}): run `genlab reproduce` or `genlab run STUDY` first")
+    from genlab.harness.store import scan
+
+    _warn_damaged(scan(runs_dir)[1])
     if recheck:
         from genlab.harness.runner import recheck_runs
 
@@ -312,9 +330,29 @@ def _click_exceptions():
     return exceptions
 
 
+INTERRUPTED = "interrupted; finished runs are kept, unfinished ones restart next time"
+
+
+def _exit_interrupted() -> None:
+    """Say so and leave now: every store file is already written atomically, and interpreter shutdown would
+    otherwise wait on the (terminated) process pool's bookkeeping thread."""
+    import os
+
+    print(INTERRUPTED, file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(130)
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one line: OS errors name the path and the reason, never a Python class name."""
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one-sentence errors and a non-zero exit code; tracebacks only with --debug."""
-    from genlab.harness.errors import ConfigError, GenlabError
+    from genlab.harness.errors import ConfigError, GenlabError, UnknownStudyError
 
     click_exc = _click_exceptions()
     args = list(sys.argv[1:] if argv is None else argv)
@@ -324,8 +362,12 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = app(args=args, prog_name="genlab", standalone_mode=False)
         if isinstance(code, int) and code:  # click returns (not raises) typer.Exit codes in this mode
+            if code == 130:  # typer turns Ctrl-C into Exit(130)
+                _exit_interrupted()
             sys.exit(code)
     except typer.Exit as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            _exit_interrupted()
         sys.exit(exc.exit_code)
     except typer.Abort:
         print("aborted", file=sys.stderr)
@@ -334,13 +376,12 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        print("interrupted; finished runs are kept, unfinished ones restart next time", file=sys.stderr)
-        sys.exit(130)
-    except (GenlabError, ValueError, FileNotFoundError) as exc:
+        _exit_interrupted()
+    except (GenlabError, ValueError, OSError) as exc:
         if debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2 if isinstance(exc, ConfigError) else 1)
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        sys.exit(2 if isinstance(exc, ConfigError | UnknownStudyError | OSError) else 1)
     except Exception as exc:
         if debug:
             raise

@@ -26,7 +26,7 @@ def test_run_json_and_skip(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["run", "nope"], 1, "no study named 'nope'"),
+        (["run", "nope"], 2, "no study named 'nope'"),
         (["run", "toy-mean", "--set", "bogus=1"], 2, "unknown config key 'bogus'"),
         (["run", "toy-mean", "--set", "n=abc"], 2, "n: 'abc' is not a valid int"),
         (["run", "toy-mean", "--preset", "huge"], 2, "no preset 'huge'"),

@@ -52,6 +52,7 @@ class ToyMean(Study):
             ctx.record(step=i, partial=float(x[: (i + 1) * cfg.n // 3].mean()))
         if os.environ.get("TOY_SLEEP"):  # lets a test kill a run mid-way without changing its config hash
             Path(os.environ["TOY_STARTED"]).write_text("started")
+            Path(f"{os.environ['TOY_STARTED']}.{os.getpid()}").write_text("pid")  # lets a test watch the process
             time.sleep(float(os.environ["TOY_SLEEP"]))
         return {"mean": float(x.mean()), "mu": cfg.mu, "n": cfg.n, "nested": {"sd": float(x.std())}}
 

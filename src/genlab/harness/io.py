@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -34,7 +35,9 @@ def _umask() -> int:
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(to_jsonable(obj), indent=2, sort_keys=False) + "\n").encode())
+    """Strict JSON (no NaN / Infinity tokens: non-finite numbers are written as null)."""
+    text = json.dumps(to_jsonable(obj), indent=2, sort_keys=False, allow_nan=False)
+    atomic_write_bytes(path, (text + "\n").encode())
 
 
 def read_json(path: Path) -> Any:
@@ -42,7 +45,8 @@ def read_json(path: Path) -> Any:
 
 
 def to_jsonable(obj: Any) -> Any:
-    """numpy / torch scalars and arrays to plain lists and numbers (NaN stays NaN, as Python's json writes it)."""
+    """numpy / torch scalars and arrays to plain lists and numbers; NaN and ±inf become None (JSON null), so
+    what a study returns, what is stored and what claims are checked on are the same values."""
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
@@ -53,4 +57,6 @@ def to_jsonable(obj: Any) -> Any:
         obj = obj.detach().cpu().numpy()
     if hasattr(obj, "tolist"):  # numpy array or scalar
         return to_jsonable(obj.tolist())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
     return obj

@@ -23,7 +23,7 @@ from genlab.harness.claims import (
     combine_verdicts,
 )
 from genlab.harness.io import atomic_write_bytes
-from genlab.harness.store import StoredRun, finished_runs
+from genlab.harness.store import StoredRun, scan
 
 _COLOURS = {REPRODUCED: "#1a7f37", NOT_REPRODUCED: "#8250df", INCONCLUSIVE: "#9a6700", ERROR: "#ff0000"}
 
@@ -108,7 +108,7 @@ def _img(path: Path) -> str:
 
 
 def render(root: Path, title: str = "genlab report", presets: tuple[str, ...] | None = ("quick",)) -> str:
-    runs = finished_runs(root)
+    runs, damaged = scan(root)
     groups = latest_groups(runs, presets)
     rows = claims_rows(groups)
     counts = tally(groups)
@@ -125,6 +125,7 @@ def render(root: Path, title: str = "genlab report", presets: tuple[str, ...] | 
         + "<br><small>Identity checks (our own formulas, not reproductions): "
         + " · ".join(f"{v} {k}" for k, v in counts[IDENTITY].items())
         + "</small></p>",
+        *(f"<p class='warn'>Damaged run left out: <code>{esc(line)}</code></p>" for line in damaged),
         "<h2>Claims</h2>",
     ]
     if not rows:
@@ -180,5 +181,5 @@ _CSS = """
 body{font-family:system-ui,-apple-system,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#1f2328}
 table{border-collapse:collapse;width:100%;font-size:14px}th,td{border:1px solid #d0d7de;padding:4px 8px;
 vertical-align:top;text-align:left}th{background:#f6f8fa}img{max-width:100%;border:1px solid #eee}
-figure{margin:1em 0}code,pre{background:#f6f8fa;padding:2px 4px}details{margin:.3em 0}
+figure{margin:1em 0}.warn{color:#cf222e}code,pre{background:#f6f8fa;padding:2px 4px}details{margin:.3em 0}
 """

@@ -23,8 +23,18 @@ from genlab.harness.claims import Verdict
 from genlab.harness.config import config_to_dict, run_hash
 from genlab.harness.context import RunContext
 from genlab.harness.errors import ConfigError, GenlabError, RunError
-from genlab.harness.io import atomic_write_json, read_json, to_jsonable
-from genlab.harness.store import DONE, clear_interrupted, is_finished, run_dir
+from genlab.harness.io import atomic_write_json, to_jsonable
+from genlab.harness.store import (
+    DONE,
+    FAILED,
+    INTERRUPTED,
+    RUNNING,
+    DamagedRun,
+    StoredRun,
+    clear_interrupted,
+    run_dir,
+    run_lock,
+)
 from genlab.harness.study import get_study
 
 Backend = Literal["serial", "local", "ray"]
@@ -76,42 +86,60 @@ def resolve(spec: RunSpec) -> tuple[type, Any, str, Path]:
 
 
 def execute(spec: RunSpec) -> RunResult:
-    """Run one study (or read it back if already finished and not forced). Never leaves a half-written file."""
+    """Run one study (or read it back if already finished and not forced), holding the run's lock so that a
+    second process asking for the same run waits and then reads it back. Only a complete run is written as
+    finished; a run that raises is recorded as failed with its error, and the error propagates."""
     study_cls, cfg, h, path = resolve(spec)
     result = RunResult(spec.study, spec.preset, spec.seed, h, path, config_to_dict(cfg))
-    if is_finished(path) and not spec.force:
-        result.metrics = read_json(path / "metrics.json")
-        result.verdicts = [Verdict.from_dict(d) for d in read_json(path / "claims.json")]
-        result.wall_time = float(read_json(path / "env.json").get("wall_time", 0.0))
-        result.skipped = True
-        return result
-    if spec.force:
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        clear_interrupted(path)
+    with run_lock(path, on_wait=lambda: _say_waiting(spec, path)):
+        if not spec.force:
+            try:
+                stored = StoredRun.load(path)
+            except DamagedRun:
+                stored = None
+            if stored is not None:
+                result.metrics, result.verdicts = stored.metrics, stored.verdicts
+                result.wall_time, result.skipped = float(stored.env.get("wall_time", 0.0)), True
+                return result
+        if spec.force:
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            clear_interrupted(path)
+        return _compute(study_cls, cfg, spec, path, result)
+
+
+def _compute(study_cls: type, cfg: Any, spec: RunSpec, path: Path, result: RunResult) -> RunResult:
     path.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(
-        path / "config.json",
-        {"study": study_cls.name, "preset": spec.preset, "seed": spec.seed, "hash": h, "config": config_to_dict(cfg)},
-    )
+    meta = {"study": study_cls.name, "preset": spec.preset, "seed": spec.seed, "hash": result.run_hash}
+    atomic_write_json(path / "config.json", {**meta, "config": config_to_dict(cfg)})
     started = datetime.now(UTC).isoformat(timespec="seconds")
-    atomic_write_json(path / "env.json", {"status": "running", "started": started})
+    atomic_write_json(path / "env.json", {"status": RUNNING, "started": started, "pid": os.getpid()})
     ctx = RunContext(seed=spec.seed, out_dir=path, cfg=cfg, device=spec.device, quiet=spec.quiet)
     seed_global_generators(ctx.seed_for("global"))
     study = study_cls()
     t0 = time.perf_counter()
-    metrics = to_jsonable(study.run(cfg, ctx))
-    if not isinstance(metrics, dict):
-        raise RunError(f"{study_cls.name}.run must return a dict of metrics, got {type(metrics).__name__}")
-    atomic_write_json(path / "metrics.json", metrics)
-    with ctx.timer("figures"):
-        figures = [Path(p) for p in study.figures(metrics, ctx)]
-    verdicts = study_cls.verdicts(metrics, cfg)
-    atomic_write_json(path / "claims.json", [v.to_dict() for v in verdicts])
+    try:
+        metrics = to_jsonable(study.run(cfg, ctx))
+        if not isinstance(metrics, dict):
+            raise RunError(f"{study_cls.name}.run must return a dict of metrics, got {type(metrics).__name__}")
+        with ctx.timer("figures"):
+            figures = [Path(p) for p in study.figures(metrics, ctx)]
+        verdicts = study_cls.verdicts(metrics, cfg)
+    except BaseException as exc:  # Ctrl-C included: never leave a run that looks finished or running
+        state = INTERRUPTED if isinstance(exc, KeyboardInterrupt | SystemExit) else FAILED
+        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        atomic_write_json(path / "env.json", {"status": state, "started": started, "error": error})
+        raise
     wall = time.perf_counter() - t0
-    atomic_write_json(path / "env.json", _env(spec, started, wall, figures, ctx))
+    atomic_write_json(path / "metrics.json", metrics)
+    atomic_write_json(path / "claims.json", [v.to_dict() for v in verdicts])
+    atomic_write_json(path / "env.json", _env(spec, started, wall, figures, ctx))  # last: the "done" marker
     result.metrics, result.verdicts, result.wall_time = metrics, verdicts, wall
     return result
+
+
+def _say_waiting(spec: RunSpec, path: Path) -> None:
+    print(f"{spec.study} seed {spec.seed}: another genlab process is computing {path}; waiting for it", file=sys.stderr)
 
 
 def recheck_runs(root: Path | str) -> tuple[int, list[str]]:

@@ -28,12 +28,17 @@ def worker_init() -> None:
     for var in THREAD_VARS:
         os.environ[var] = "1"
     die_with_parent()
+    signal.signal(signal.SIGTERM, _interrupt)  # terminate() of the pool: unwind so the run records it
     try:
         from genlab.harness.torch_setup import setup_torch
 
         setup_torch(1)
     except ImportError:  # torch is optional for non-torch work
         pass
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def die_with_parent() -> None:
