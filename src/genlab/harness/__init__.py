@@ -14,6 +14,7 @@ from genlab.harness.claims import (
     by_seeds,
     evidence,
 )
+from genlab.harness.config import Range
 from genlab.harness.context import RunContext
 from genlab.harness.errors import ConfigError, GenlabError, RunError, UnknownStudyError
 from genlab.harness.study import Paper, Study, all_studies, get_study, register
@@ -32,6 +33,7 @@ __all__ = [
     "Majority",
     "MeanSE",
     "Paper",
+    "Range",
     "RunContext",
     "RunError",
     "Study",

@@ -3,6 +3,12 @@
 A study's ``Config`` is a dataclass whose defaults are the ``quick`` preset. A preset is a dict of overrides.
 ``--set key=value`` strings are parsed by the field's type (int, float, bool, str, Literal, tuple/list of
 those); an unknown key or a bad value raises :class:`ConfigError` naming the valid keys.
+
+Values are validated declaratively, field by field, before a run starts:
+
+- every float must be finite and every int non-negative, unless the field says otherwise;
+- ``Annotated[int, Range(1, 10**6)]`` bounds a field (elementwise for tuples); ``Literal[...]`` lists choices;
+- ``Config.validate()`` checks what spans fields (raise ValueError; it becomes one clear line, exit code 2).
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -21,9 +28,66 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """Inclusive bounds for a numeric field (``None`` = unbounded on that side); ``Range()`` also lifts the
+    default non-negativity of ints. ``finite=False`` admits inf/nan."""
+
+    lo: float | None = None
+    hi: float | None = None
+    finite: bool = True
+
+    def check(self, value: float, key: str) -> None:
+        if self.finite and not math.isfinite(value):
+            raise ConfigError(f"{key}: {value!r} is not a finite number")
+        if self.lo is not None and value < self.lo:
+            raise ConfigError(f"{key}: {value!r} is below its minimum {self.lo:g}")
+        if self.hi is not None and value > self.hi:
+            raise ConfigError(f"{key}: {value!r} is above its maximum {self.hi:g}")
+
+
+DEFAULT_INT = Range(0, None)
+DEFAULT_FLOAT = Range(None, None)
+
+
 def field_types(config_cls: type) -> dict[str, Any]:
+    """Each field's type, without its ``Annotated`` constraints."""
     hints = typing.get_type_hints(config_cls)
     return {f.name: hints[f.name] for f in dataclasses.fields(config_cls)}
+
+
+def field_ranges(config_cls: type) -> dict[str, Range]:
+    """Each numeric field's :class:`Range`: declared with ``Annotated``, or the default for its type."""
+    hints = typing.get_type_hints(config_cls, include_extras=True)
+    out: dict[str, Range] = {}
+    for f in dataclasses.fields(config_cls):
+        declared = [a for a in getattr(hints[f.name], "__metadata__", ()) if isinstance(a, Range)]
+        scalar = scalar_type(typing.get_type_hints(config_cls)[f.name])
+        if declared:
+            out[f.name] = declared[0]
+        elif scalar is int:
+            out[f.name] = DEFAULT_INT
+        elif scalar is float:
+            out[f.name] = DEFAULT_FLOAT
+    return out
+
+
+def scalar_type(tp: Any) -> Any:
+    """int / float for ``int``, ``float``, ``tuple[int, ...]``, ``int | None`` and the like; else None."""
+    origin = get_origin(tp)
+    if origin in (tuple, list, typing.Union, types.UnionType):
+        kinds = {scalar_type(a) for a in get_args(tp) if a not in (type(None), Ellipsis)}
+        return kinds.pop() if len(kinds) == 1 else None
+    return tp if tp in (int, float) else None
+
+
+def check_ranges(cfg: Any) -> None:
+    """Apply every field's Range to a built config (elementwise for sequences; None passes)."""
+    for key, rng in field_ranges(type(cfg)).items():
+        value = getattr(cfg, key)
+        for v in value if isinstance(value, list | tuple) else (value,):
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                rng.check(v, key)
 
 
 def parse_value(text: str, tp: Any, key: str = "value") -> Any:
@@ -134,6 +198,7 @@ def build_config(config_cls: type, *overrides: Mapping[str, Any]) -> Any:
                 )
             values[key] = _check_value(value, types_[key], key)
     cfg = config_cls(**values)
+    check_ranges(cfg)
     validate = getattr(cfg, "validate", None)
     if callable(validate):
         try:

@@ -79,10 +79,33 @@ def resolve(spec: RunSpec) -> tuple[type, Any, str, Path]:
     """Study class, config, hash and directory of a spec (raises ConfigError / UnknownStudyError)."""
     if spec.module:
         importlib.import_module(spec.module)
+    if isinstance(spec.seed, bool) or not isinstance(spec.seed, int) or not 0 <= spec.seed < 2**32:
+        raise ConfigError(f"--seed must be an integer in [0, 2^32), got {spec.seed!r}")
+    check_device(spec.device)
     study_cls = get_study(spec.study)
     cfg = study_cls.config(spec.preset, spec.overrides)
     h = run_hash(study_cls.name, cfg, spec.seed)
     return study_cls, cfg, h, run_dir(Path(spec.root), study_cls.name, spec.preset, h)
+
+
+def check_device(device: str) -> None:
+    """Accept only devices this machine has: cpu, cuda[:N] with CUDA available, mps on Apple silicon."""
+    if device == "cpu":
+        return
+    import torch
+
+    if device == "cuda" or device.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise ConfigError(f"--device {device}: this machine has no CUDA device (torch {torch.__version__})")
+        index = device.partition(":")[2]
+        if index and (not index.isdigit() or int(index) >= torch.cuda.device_count()):
+            raise ConfigError(f"--device {device}: there are {torch.cuda.device_count()} CUDA device(s)")
+        return
+    if device == "mps":
+        if not torch.backends.mps.is_available():
+            raise ConfigError("--device mps: MPS is not available on this machine")
+        return
+    raise ConfigError(f"--device must be cpu, cuda, cuda:N or mps, got {device!r}")
 
 
 def execute(spec: RunSpec) -> RunResult:

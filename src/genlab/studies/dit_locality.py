@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -104,7 +104,7 @@ class DiTLocality(Study):
 
     @dataclass
     class Config:
-        dataset: str = "digits8"  # digits8 | digits16 | mnist1d | folder (with image_folder)
+        dataset: Literal["digits8", "digits16", "mnist1d", "folder"] = "digits8"  # folder needs image_folder
         image_folder: str = ""
         n_values: tuple[int, ...] = (10, 300)  # 0 = the whole training split
         n_test: int = 300

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -98,7 +98,7 @@ class FlowMatching(Study):
 
     @dataclass
     class Config:
-        dataset: str = "digits8"  # digits8 | digits16 | mnist1d | folder (with image_folder)
+        dataset: Literal["digits8", "digits16", "mnist1d", "folder"] = "digits8"  # folder needs image_folder
         image_folder: str = ""
         n_test: int = 500
         n_values: tuple[int, ...] = (10, 100, 1000)  # 0 = the whole training split

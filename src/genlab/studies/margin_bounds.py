@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
+from genlab.harness.config import Range
 from genlab.measures import margin_bounds as mb
 
 BOUNDS = ("tight", "gkl20", "classic_soft", "certified")
@@ -67,12 +68,12 @@ class MarginBounds(Study):
     class Config:
         n_train: tuple[int, ...] = (100, 200, 400, 800, 1600, 3200)  # synthetic training sizes
         n_digits: tuple[int, ...] = (100, 200, 400, 800)  # digits (even vs odd) training sizes
-        n_test: int = 20000  # synthetic held-out points
-        dim: int = 20
-        signal: float = 0.6
-        flip: float = 0.05
+        n_test: Annotated[int, Range(100, 10**7)] = 20000  # synthetic held-out points
+        dim: Annotated[int, Range(1, 10**5)] = 20
+        signal: Annotated[float, Range(0.0, 100.0)] = 0.6
+        flip: Annotated[float, Range(0.0, 0.5)] = 0.05
         learners: tuple[str, ...] = ("svm", "perceptron")
-        seeds: int = 3
+        seeds: Annotated[int, Range(1, 1000)] = 3
         delta: float = 0.05
         ratio_n: tuple[float, ...] = (1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9)
         ratio_points: int = 40
