@@ -372,8 +372,10 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         print("aborted", file=sys.stderr)
         sys.exit(130)
-    except click_exc.ClickException as exc:
-        exc.show()
+    except click_exc.ClickException as exc:  # usage errors and bad parameters: one line too
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        print(f"error: {' '.join(exc.format_message().split())}{hint}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         _exit_interrupted()

@@ -28,8 +28,17 @@ def margin(
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
 ) -> None:
     """Margin bounds for halfspaces at (γ, L_S^γ, n, δ): Larsen–Schalburg's tight bound and its predecessors."""
+    import math
+
     from genlab.measures.margin_bounds import bound_table
 
+    for name, value in (("--gamma", gamma), ("--frac", frac), ("--delta", delta), ("--c", c)):
+        if not math.isfinite(value):
+            typer.echo(f"error: {name} must be a finite number, got {value}", err=True)
+            raise typer.Exit(2)
+    if c <= 0:
+        typer.echo(f"error: --c (the universal constant) must be > 0, got {c:g}", err=True)
+        raise typer.Exit(2)
     try:
         table = bound_table(gamma, frac, n, delta, c)
     except ValueError as exc:

@@ -35,10 +35,15 @@ def _fail(msg: str) -> OODSelectInputError:
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
-    if not path.exists():
-        raise _fail(f"{path} does not exist")
-    with open(path, newline="") as fh:
-        rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
+    if not path.is_file():
+        raise _fail(f"{path} {'is not a file' if path.exists() else 'does not exist'}")
+    try:  # utf-8-sig: a byte-order mark (Excel's CSV export) is not part of the first column's name
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
+    except UnicodeDecodeError as exc:
+        raise _fail(f"{path} is not UTF-8 text (byte {exc.start})") from None
+    except csv.Error as exc:
+        raise _fail(f"{path} is not a valid CSV file: {exc}") from None
     if len(rows) < 2:
         raise _fail(f"{path} needs a header row and at least one data row")
     return [h.strip() for h in rows[0]], [[c.strip() for c in r] for r in rows[1:]]
@@ -78,7 +83,7 @@ def load_labels(path: Path, example_ids: list[str] | None, n_examples: int) -> A
     import numpy as np
 
     if path.suffix == ".npy":
-        y = np.load(path, allow_pickle=False).reshape(-1)
+        y = _load_npy(path).reshape(-1)
         if len(y) != n_examples:
             raise _fail(f"{path} has {len(y)} labels but the predictions have {n_examples} examples (columns)")
         return y.astype(str)
@@ -103,10 +108,10 @@ def load_correct(path: Path, models: list[str], labels: Path | None) -> tuple[An
     """The correctness matrix with rows ordered like ``models``; also the example ids."""
     import numpy as np
 
-    if not path.exists():
-        raise _fail(f"{path} does not exist")
+    if not path.is_file():
+        raise _fail(f"{path} {'is not a file' if path.exists() else 'does not exist'}")
     if path.suffix == ".npy":
-        arr = np.load(path, allow_pickle=False)
+        arr = _load_npy(path)
         if arr.ndim != 2:
             raise _fail(f"{path} must be a 2-D array (models x OOD examples), got shape {arr.shape}")
         if arr.shape[0] != len(models):
@@ -150,13 +155,34 @@ def load_correct(path: Path, models: list[str], labels: Path | None) -> tuple[An
     return np.asarray(arr, dtype=np.float64), ids
 
 
-def _parse_list(text: str, name: str, kind=float) -> list:
+def _load_npy(path: Path) -> Any:
+    import numpy as np
+
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise _fail(f"{path} is not a readable .npy array ({' '.join(str(exc).split())[:80]})") from None
+    kind = arr.dtype.kind
+    if kind in "US":  # label strings
+        return arr
+    if kind not in "biuf" or (kind == "f" and not np.isfinite(arr).all()):
+        raise _fail(f"{path} must hold finite numbers (or label strings), got dtype {arr.dtype}")
+    return arr
+
+
+def _parse_list(text: str, name: str, kind=float, positive: bool = False) -> list:
+    import math
+
     try:
         vals = [kind(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise _fail(f"{name} must be a comma-separated list of numbers, got {text!r}") from None
     if not vals:
         raise _fail(f"{name} is empty")
+    if not all(math.isfinite(v) for v in vals):
+        raise _fail(f"{name} must be finite numbers, got {text!r}")
+    if positive and min(vals) <= 0:
+        raise _fail(f"{name} must be > 0, got {text!r}")
     return vals
 
 
@@ -187,6 +213,8 @@ def oodselect(
 
     if loss not in ("r", "r2"):
         raise _fail(f"--loss must be 'r' or 'r2', got {loss!r}")
+    if steps < 1 or n_random < 1 or seed < 0:
+        raise _fail(f"--steps and --n-random must be >= 1 and --seed >= 0 (got {steps}, {n_random}, {seed})")
     models, acc, groups = load_id_acc(id_acc)
     mat, ids = load_correct(correct, models, labels)
     ks = _parse_list(k, "--k")
@@ -194,7 +222,8 @@ def oodselect(
     try:
         rep = run_oodselect(
             mat, acc, ks, fractions=_parse_list(split, "--split"), groups=groups, seed=seed,
-            lrs=_parse_list(lrs, "--lrs"), lams=_parse_list(lams, "--lams"), steps=steps, n_random=n_random,
+            lrs=_parse_list(lrs, "--lrs", positive=True), lams=_parse_list(lams, "--lams"), steps=steps,
+            n_random=n_random,
             loss=loss, greedy=greedy,
         )
     except ValueError as exc:
@@ -205,18 +234,30 @@ def oodselect(
     for row in report["per_k"]:
         row["example_ids"] = [ids[j] for j in row["indices"]]
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "selection.json").write_text(json.dumps(report, indent=2) + "\n")
-        for sel in rep.selections:
-            with open(out / f"selected_k{sel.k}.csv", "w", newline="") as fh:
-                w = csv.writer(fh)
-                w.writerow(["index", "example"])
-                w.writerows([[int(j), ids[j]] for j in sel.indices])
-        scatter_plot(rep, mat, acc, out / "scatter.png", seed=seed)
+        _write_outputs(out, report, rep, ids, mat, acc, seed, scatter_plot)
     if json_out:
         typer.echo(json.dumps(report))
         return
     _print_table(report)
+
+
+def _write_outputs(out: Path, report: dict, rep: Any, ids: list[str], mat: Any, acc: Any, seed: int, plot: Any) -> None:
+    """selection.json, selected_k*.csv and scatter.png, each written atomically (strict JSON)."""
+    import io
+
+    from genlab.harness.io import atomic_write_bytes, atomic_write_json
+
+    if out.exists() and not out.is_dir():
+        raise _fail(f"--out {out} is a file, not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    for sel in rep.selections:
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(["index", "example"])
+        w.writerows([[int(j), ids[j]] for j in sel.indices])
+        atomic_write_bytes(out / f"selected_k{sel.k}.csv", buf.getvalue().encode())
+    plot(rep, mat, acc, out / "scatter.png", seed=seed)
+    atomic_write_json(out / "selection.json", report)
 
 
 def _print_table(report: dict) -> None:
