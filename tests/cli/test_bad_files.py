@@ -28,7 +28,8 @@ def _good_oodselect(tmp: Path) -> dict[str, Path]:
 
 
 def _oodselect_args(files: dict[str, Path], out: Path) -> list[str]:
-    args = ["oodselect", "--k", "5", "--steps", "5", "--n-random", "2", "--lrs", "0.1", "--lams", "1", "--out", str(out)]
+    args = ["oodselect", "--k", "5", "--steps", "5", "--n-random", "2", "--lrs", "0.1", "--lams", "1"]
+    args += ["--out", str(out)]
     for flag, path in files.items():
         args += [flag, str(path)]
     return args
