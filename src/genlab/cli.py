@@ -31,11 +31,28 @@ AddressOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON to stdout.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Rerun finished runs.")]
+DeviceOpt = Annotated[str, typer.Option("--device", help="cpu | cuda | cuda:N | mps (must exist here).")]
+TrackOpt = Annotated[
+    list[str] | None,
+    typer.Option("--track", help="Also export runs to mlflow | tensorboard | wandb (repeatable; local files)."),
+]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help="Config override key=value (repeatable).")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from genlab import __version__
+
+        print(f"genlab {__version__}")
+        raise typer.Exit()
 
 
 @app.callback()
 def _main(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
 ) -> None:
     """genlab: reproduce generalization papers, and use their tools on your own models."""
 
@@ -77,27 +94,72 @@ def _result_json(r: Any) -> dict[str, Any]:
 
 
 def _print_verdicts(results: list[Any]) -> None:
+    """Claim by claim (one study's run)."""
     from rich.table import Table
 
     table = Table(title="claims", show_lines=False)
-    for col in ("study", "seed", "claim", "verdict", "numbers"):
+    for col in ("seed", "claim", "kind", "verdict", "numbers"):
         table.add_column(col, overflow="fold")
     for r in results:
         if not r.ok:
-            table.add_row(r.study, str(r.seed), "[red]run failed[/]", "-", _esc(r.error or ""))
+            table.add_row(str(r.seed), "[red]run failed[/]", "-", "-", _esc(r.error or ""))
             continue
         for v in r.verdicts:
             style = _verdict_style(v.verdict)
-            table.add_row(r.study, str(r.seed), _esc(v.claim), f"[{style}]{v.verdict}[/]", _esc(v.numbers_text(3)))
+            verdict = f"[{style}]{v.verdict}[/]"
+            table.add_row(str(r.seed), f"{_esc(v.key)}: {_esc(v.claim)}", v.kind, verdict, _esc(v.numbers_text(3)))
     _console().print(table)
+
+
+def _print_summary(results: list[Any]) -> None:
+    """One line per study: empirical verdict counts (seeds combined per claim key), identities, wall time."""
+    from collections import defaultdict
+
+    from rich.table import Table
+
+    from genlab.harness.claims import EMPIRICAL, IDENTITY, combine_verdicts
+    from genlab.harness.study import all_studies
+
+    by_study: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for r in results:
+        by_study[(r.study, r.preset)].append(r)
+    table = Table(title="genlab reproduce (empirical claims; identities of our own formulas counted apart)")
+    for col in ("study", "preset", "reproduced", "not reproduced", "inconclusive", "error", "identities", "wall"):
+        table.add_column(col, justify="left" if col in ("study", "preset") else "right")
+    for (study, preset), members in by_study.items():
+        failed = [m for m in members if not m.ok]
+        if failed:
+            table.add_row(study, preset, "", "", "", f"[bold red]run failed[/] ({len(failed)})", "", "")
+            continue
+        cls = all_studies()[study]
+        counts = {EMPIRICAL: defaultdict(int), IDENTITY: defaultdict(int)}
+        for claim in cls.claims:
+            per_seed = [v for m in members for v in m.verdicts if v.key == claim.key]
+            if per_seed:
+                combined = combine_verdicts(per_seed, claim.reducer)
+                counts[combined.kind][combined.verdict] += 1
+        e, i = counts[EMPIRICAL], counts[IDENTITY]
+        identities = f"{i['reproduced']}/{sum(i.values())}" if i else "-"
+        wall = sum(m.wall_time for m in members)
+        cached = " (cached)" if all(m.skipped for m in members) else ""
+        table.add_row(
+            study, preset, f"[green]{e['reproduced']}[/]", f"[magenta]{e['not reproduced']}[/]",
+            f"[yellow]{e['inconclusive']}[/]", f"[bold red]{e['error']}[/]" if e["error"] else "0", identities,
+            f"{_fmt_seconds(wall)}{cached}",
+        )  # fmt: skip
+    _console().print(table)
+
+
+def _fmt_seconds(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 @app.command("list")
 def list_cmd(root: RootOpt = Path("runs"), as_json: JsonOpt = False) -> None:
-    """List studies: paper, presets and the last verdicts found in the run store."""
+    """List studies: paper, claims, typical smoke/quick time on 2 cores and the last quick verdicts in the store."""
     from genlab.harness.report import group_verdicts, latest_groups
     from genlab.harness.store import scan
-    from genlab.harness.study import all_studies
+    from genlab.harness.study import all_studies, typical_seconds
 
     runs, damaged = scan(root)
     _warn_damaged(damaged)
@@ -113,6 +175,8 @@ def list_cmd(root: RootOpt = Path("runs"), as_json: JsonOpt = False) -> None:
             "arxiv": cls.paper.arxiv,
             "presets": list(cls.presets),
             "claims": len(cls.claims),
+            "identity_claims": sum(c.kind == "identity" for c in cls.claims),
+            "typical_seconds": typical_seconds(cls.name),
             "last_verdicts": last.get(cls.name, {}),
         }
         for cls in all_studies().values()
@@ -125,59 +189,118 @@ def list_cmd(root: RootOpt = Path("runs"), as_json: JsonOpt = False) -> None:
     table = Table(title="genlab studies")
     table.add_column("study", no_wrap=True)
     table.add_column("paper", overflow="fold", ratio=3)
-    table.add_column("presets", no_wrap=True)
     table.add_column("claims", justify="right")
-    table.add_column("last verdicts", overflow="fold", ratio=1)
+    table.add_column("smoke / quick", justify="right", no_wrap=True)
+    table.add_column("last quick verdicts", overflow="fold", ratio=1)
     for r in rows:
         verdicts = ", ".join(f"[{_verdict_style(k)}]{n} {k}[/]" for k, n in r["last_verdicts"].items()) or "-"
-        table.add_row(r["name"], f"{r['paper']} ({r['arxiv']})", "/".join(r["presets"]), str(r["claims"]), verdicts)
+        t = r["typical_seconds"]
+        times = f"{_fmt_seconds(t['smoke'])} / {_fmt_seconds(t['quick'])}" if t else "-"
+        claims = f"{r['claims']}" + (f" ({r['identity_claims']} id.)" if r["identity_claims"] else "")
+        table.add_row(r["name"], f"{_esc(r['paper'])} ({r['arxiv']})", claims, times, verdicts)
     _console().print(table)
+
+
+@app.command("show")
+def show_cmd(
+    study: Annotated[str, typer.Argument(help="Study name (see `genlab list`).")],
+    root: RootOpt = Path("runs"),
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a study: config keys (type, default, presets, range), claims with their thresholds, metric names."""
+    from genlab.harness.describe import describe
+
+    info = describe(study, root)
+    if as_json:
+        print(json.dumps(info, indent=2, default=str))
+        return
+    from rich.table import Table
+
+    con = _console()
+    con.print(f"[bold]{_esc(info['name'])}[/]: {_esc(info['paper'])} ({_esc(info['arxiv'])})")
+    if info["summary"]:
+        con.print(_esc(info["summary"]))
+    con.print(f"docs: {_esc(info['docs'])}")
+    cfg = Table(title="config (quick = defaults)")
+    for col in ("key", "type", "quick", *(p for p in info["presets"] if p != "quick"), "allowed"):
+        cfg.add_column(col, overflow="fold")
+    for f in info["config"]:
+        cfg.add_row(
+            f["key"], _esc(f["type"]), _esc(f["default"]),
+            *(_esc(f["presets"].get(p, "")) for p in info["presets"] if p != "quick"), _esc(f["allowed"]),
+        )  # fmt: skip
+    con.print(cfg)
+    claims = Table(title="claims (text at quick; thresholds are config keys)")
+    for col in ("key", "kind", "reducer", "claim", "thresholds"):
+        claims.add_column(col, overflow="fold")
+    for c in info["claims"]:
+        claims.add_row(c["key"], c["kind"], _esc(c["reducer"]), _esc(c["text"]), _esc(", ".join(c["thresholds"])))
+    con.print(claims)
+    if info["metrics"]:
+        con.print(f"metrics (from {_esc(info['metrics_from'])}): " + _esc(", ".join(info["metrics"])))
+    else:
+        con.print(f"metrics: none stored yet under {_esc(root)} (run `genlab run {study} -p smoke` to list them)")
 
 
 @app.command("run")
 def run_cmd(
     study: Annotated[str, typer.Argument(help="Study name (see `genlab list`).")],
     preset: PresetOpt = "quick",
-    sets: Annotated[
-        list[str] | None, typer.Option("--set", "-s", help="Config override key=value (repeatable).")
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Run seed.")] = 0,
-    device: Annotated[str, typer.Option("--device", help="cpu | cuda.")] = "cpu",
+    sets: SetOpt = None,
+    seed: Annotated[int, typer.Option("--seed", help="Run seed (>= 0).")] = 0,
+    device: DeviceOpt = "cpu",
     root: RootOpt = Path("runs"),
     force: ForceOpt = False,
+    track: TrackOpt = None,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Run one study and print its verdicts."""
     from genlab.harness.config import parse_sets
     from genlab.harness.runner import RunSpec, execute
+    from genlab.harness.trackers import check_trackers, export
 
+    trackers = check_trackers(track or [])
     spec = RunSpec(study, preset, parse_sets(sets or []), seed, str(root), force, device, quiet or as_json)
     result = execute(spec)
+    export(result, root, trackers)
     if as_json:
         print(json.dumps(_result_json(result), indent=2))
         return
     what = "already finished (use --force to rerun)" if result.skipped else f"finished in {result.wall_time:.1f} s"
-    _console(stderr=True).print(f"{_esc(study)} \\[{_esc(preset)}, seed {seed}] {what}: {_esc(result.run_dir)}")
+    _console(stderr=True).print(f"{_esc(study)} ({_esc(preset)}, seed {seed}) {what}: {_esc(result.run_dir)}")
     _print_verdicts([result])
 
 
-def _run_with_progress(specs: list[Any], backend: str, jobs: int, address: str | None, quiet: bool) -> list[Any]:
+def _run_with_progress(
+    specs: list[Any],
+    backend: str,
+    jobs: int,
+    address: str | None,
+    quiet: bool,
+    root: Path,
+    trackers: list[str],
+    label: Any = None,
+) -> list[Any]:
+    """Run specs with a progress bar; each finished run is printed (named by ``label(result)``) and exported."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from genlab.harness.runner import prepare, run_many
+    from genlab.harness.trackers import export
 
     specs = prepare(specs, backend, jobs)
     if quiet:
-        return run_many(specs, backend, jobs, address)  # type: ignore[arg-type]
+        return run_many(specs, backend, jobs, address, on_done=lambda r: export(r, root, trackers))  # type: ignore[arg-type]
     console = _console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console) as bar:
         task = bar.add_task("runs", total=len(specs))
 
         def done(r: Any) -> None:
-            state = "failed" if not r.ok else ("cached" if r.skipped else f"{r.wall_time:.0f}s")
-            bar.console.print(f"  {_esc(r.study)} seed {r.seed}: {state}")
+            export(r, root, trackers)
+            state = "[red]failed[/]" if not r.ok else ("cached" if r.skipped else _fmt_seconds(r.wall_time))
+            name = label(r) if label else f"{r.study} seed {r.seed}"
+            bar.console.print(f"  {_esc(name)}: {state}")
             bar.advance(task)
 
         return run_many(specs, backend, jobs, address, on_done=done)  # type: ignore[arg-type]
@@ -191,9 +314,12 @@ def reproduce_cmd(
     jobs: JobsOpt = 1,
     backend: BackendOpt = "local",
     address: AddressOpt = None,
+    device: DeviceOpt = "cpu",
     root: RootOpt = Path("runs"),
     force: ForceOpt = False,
+    track: TrackOpt = None,
     report: Annotated[Path | None, typer.Option("--report", help="Report path (default <root>/report.html).")] = None,
+    open_report: Annotated[bool, typer.Option("--open", help="Open the report in a browser.")] = False,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -201,19 +327,25 @@ def reproduce_cmd(
     from genlab.harness.report import write_report
     from genlab.harness.runner import RunSpec
     from genlab.harness.study import all_studies, get_study
+    from genlab.harness.trackers import check_trackers
 
+    trackers = check_trackers(track or [])
     names = studies or list(all_studies())
     for name in names:
         get_study(name)
-    specs = [RunSpec(n, preset, {}, s, str(root), force) for n in names for s in range(seeds)]
-    results = _run_with_progress(specs, backend, jobs, address, quiet or as_json)
+    specs = [RunSpec(n, preset, {}, s, str(root), force, device) for n in names for s in range(seeds)]
+    results = _run_with_progress(specs, backend, jobs, address, quiet or as_json, root, trackers)
     path = write_report(root, report, presets=(preset,))
     failed = [r for r in results if not r.ok]
     if as_json:
         print(json.dumps({"report": str(path), "runs": [_result_json(r) for r in results]}, indent=2))
     else:
-        _print_verdicts(results)
+        _print_summary(results)
+        for r in failed:
+            _console(stderr=True).print(f"[red]failed[/] {_esc(r.study)} seed {r.seed}: {_esc(r.error)}")
         _console().print(f"report: {_esc(path.resolve())}")
+    if open_report:
+        _open(path)
     if failed:
         raise typer.Exit(1)
 
@@ -226,52 +358,61 @@ def sweep_cmd(
     ] = None,
     seeds: Annotated[int, typer.Option("--seeds", min=1, help="Seeds per grid cell (0..N-1).")] = 1,
     preset: PresetOpt = "quick",
-    sets: Annotated[list[str] | None, typer.Option("--set", "-s", help="Fixed override key=value.")] = None,
-    metric: Annotated[list[str] | None, typer.Option("--metric", "-m", help="Metric(s) to tabulate (a/b/c).")] = None,
+    sets: SetOpt = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", "-m", help="Columns: a metric path (a/b/c) or claim:<key>/<number>. Default: "
+                     "each claim's verdict and the study's headline metrics."),
+    ] = None,
     jobs: JobsOpt = 1,
     backend: BackendOpt = "local",
     address: AddressOpt = None,
+    device: DeviceOpt = "cpu",
     root: RootOpt = Path("runs"),
     force: ForceOpt = False,
+    track: TrackOpt = None,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Expand a grid × seeds into runs and print mean ± standard error per cell."""
+    """Expand a grid × seeds into runs; tabulate claim verdicts and metrics (mean ± s.e. over seeds) per cell."""
     from genlab.harness.config import parse_sets
     from genlab.harness.runner import RunSpec
     from genlab.harness.study import get_study
-    from genlab.harness.sweep import expand, parse_grid, table
+    from genlab.harness.sweep import cell_label, expand, fmt_mean_se, parse_grid, table
+    from genlab.harness.trackers import check_trackers
 
     cls = get_study(study)
+    trackers = check_trackers(track or [])
     fixed = parse_sets(sets or [])
     cells = expand(parse_grid(cls.Config, grid or []))
-    specs = [RunSpec(study, preset, {**fixed, **cell}, s, str(root), force) for cell in cells for s in range(seeds)]
-    results = _run_with_progress(specs, backend, jobs, address, quiet or as_json)
-    metrics, rows = table(cells, results, metric)
+    specs = [RunSpec(study, preset, {**fixed, **c}, s, str(root), force, device) for c in cells for s in range(seeds)]
+
+    def label(r: Any) -> str:
+        cell = next((c for c in cells if all(r.config.get(k) == (list(v) if isinstance(v, tuple) else v)
+                                            for k, v in c.items())), {})  # fmt: skip
+        return f"{cell_label(cell)} seed {r.seed}"
+
+    results = _run_with_progress(specs, backend, jobs, address, quiet or as_json, root, trackers, label)
+    columns, rows = table(cls, cells, results, metric)
+    if not any(isinstance(row[c], tuple) and row[c][2] for row in rows for c in columns) and not cls.claims:
+        print(f"warning: {study} reports no scalar metric; the table is empty", file=sys.stderr)
     failed = [r for r in results if not r.ok]
     if as_json:
-        print(json.dumps({"metrics": metrics, "rows": rows, "failed": [_result_json(r) for r in failed]}, indent=2))
+        print(json.dumps({"columns": columns, "rows": rows, "failed": [_result_json(r) for r in failed]}, indent=2))
     else:
         from rich.table import Table
 
-        t = Table(title=f"{study} sweep ({preset}, {seeds} seed(s) per cell; mean ± s.e., n)")
+        t = Table(title=f"{study} sweep ({preset}, {seeds} seed(s) per cell; numbers are mean ± s.e. over seeds)")
         keys = list(cells[0]) if cells and cells[0] else []
-        for col in keys + list(metrics):
-            t.add_column(col, overflow="fold")
+        for col in keys + list(columns):
+            t.add_column(_esc(col), overflow="fold")
         for row in rows:
-            t.add_row(*[str(row[k]) for k in keys], *[_fmt_mean_se(row[m]) for m in metrics])
+            t.add_row(*[_esc(row[k]) for k in keys], *[_esc(fmt_mean_se(row[m])) for m in columns])
         _console().print(t)
         for r in failed:
-            _console(stderr=True).print(f"[red]failed[/] seed {r.seed} {_esc(r.config)}: {_esc(r.error)}")
+            _console(stderr=True).print(f"[red]failed[/] {_esc(label(r))}: {_esc(r.error)}")
     if failed:
         raise typer.Exit(1)
-
-
-def _fmt_mean_se(cell: tuple[float, float, int]) -> str:
-    mean, se, n = cell
-    if n == 0:
-        return "-"
-    return f"{mean:.4g} (n={n})" if n < 2 else f"{mean:.4g} ± {se:.2g} (n={n})"
 
 
 @app.command("report")
@@ -284,6 +425,7 @@ def report_cmd(
     recheck: Annotated[
         bool, typer.Option("--recheck", help="Recompute every stored run's verdicts from its metrics and config.")
     ] = False,
+    open_report: Annotated[bool, typer.Option("--open", help="Open the report in a browser.")] = False,
 ) -> None:
     """Write the self-contained HTML report of the finished runs."""
     from genlab.harness.report import write_report
@@ -305,6 +447,15 @@ def report_cmd(
             print(f"  {line}", file=sys.stderr)
     path = write_report(runs_dir, out, presets=None if preset == "all" else (preset,))
     print(path.resolve())
+    if open_report:
+        _open(path)
+
+
+def _open(path: Path) -> None:
+    import webbrowser
+
+    if not webbrowser.open(path.resolve().as_uri()):
+        print(f"warning: no browser found; open {path.resolve()} yourself", file=sys.stderr)
 
 
 # -- tools --------------------------------------------------------------------------------------

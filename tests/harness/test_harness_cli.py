@@ -83,3 +83,55 @@ def test_typer_bad_parameter_is_a_usage_error_with_exit_2(tmp_path, capsys):
     prompts.write_text('{"prompt": "x", "instruction_id_list": [], "kwargs": []}\n')
     code, _, err = run_cli(capsys, "ifbench", "generate", "--prompts", str(prompts), "--out", "x", "--backend", "nope")
     assert code == 2 and "unknown backend 'nope'" in err
+
+
+def test_version_and_show(capsys):
+    from genlab import __version__
+
+    code, out, _ = run_cli(capsys, "--version")
+    assert code == 0 and out.strip() == f"genlab {__version__}"
+    code, out, _ = run_cli(capsys, "show", "toy-mean", "--json")
+    info = json.loads(out)
+    assert code == 0 and info["name"] == "toy-mean"
+    n = next(f for f in info["config"] if f["key"] == "n")
+    assert n["default"] == "1000" and n["presets"] == {"smoke": "50", "full": "100000"} and n["allowed"] == ">= 0"
+    close = next(c for c in info["claims"] if c["key"] == "mean-close")
+    assert close["text"] == "the sample mean is within 4.0/sqrt(n) of mu" and close["thresholds"] == ["tolerance=4.0"]
+
+
+def test_sweep_tabulates_claims_by_default_and_rejects_unknown_metrics(tmp_path, capsys):
+    args = ["sweep", "toy-mean", "-p", "smoke", "--grid", "n=20,40", "--seeds", "2", "--backend", "serial"]
+    code, out, err = run_cli(capsys, *args, "--root", str(tmp_path), "--json")
+    payload = json.loads(out)
+    assert code == 0 and payload["columns"] == ["claim:mean-close", "claim:mean-negative"]
+    assert all(r["claim:mean-close"].startswith("reproduced (2/2)") for r in payload["rows"])
+    code, out, _ = run_cli(capsys, *args, "--metric", "claim:mean-close/err", "--root", str(tmp_path), "--json")
+    assert code == 0 and all(r["claim:mean-close/err"][2] == 2 for r in json.loads(out)["rows"])
+    code, _, err = run_cli(capsys, *args, "--metric", "mean_typo", "--root", str(tmp_path))
+    assert code == 2 and "unknown --metric 'mean_typo'" in err and "mean" in err
+    code, _, err = run_cli(capsys, *args, "--root", str(tmp_path))
+    assert code == 0 and "n=20 seed 1: cached" in err  # progress lines name the grid cell
+
+
+def test_reproduce_ends_with_a_compact_table(tmp_path, capsys):
+    code, out, _ = run_cli(capsys, "reproduce", "toy-mean", "-p", "smoke", "--backend", "serial", "--root", str(tmp_path))
+    assert code == 0 and "report:" in out and "toy-mean" in out
+    assert "the sample mean is within" not in out  # claim-by-claim detail stays in the report and --json
+
+
+def test_python_api_returns_a_result_with_claims_and_figures(tmp_path):
+    import genlab
+
+    r = genlab.run("toy-mean", preset="smoke", seed=2, root=tmp_path, n=60)
+    assert r.config["n"] == 60 and r.claims["mean-close"].verdict == "reproduced" and not r.cached
+    assert r.figures and r.figures[0].exists() and "<table>" in r._repr_html_()
+    assert genlab.run("toy-mean", preset="smoke", seed=2, root=tmp_path, n=60).cached
+
+
+def test_device_must_exist(tmp_path, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    code, _, err = run_cli(capsys, "run", "toy-mean", "-p", "smoke", "--device", "cuda", "--root", str(tmp_path))
+    assert code == 2 and "no CUDA device" in err

@@ -3,7 +3,9 @@ import json
 from genlab.harness.report import claims_rows, latest_groups, tally, write_report
 from genlab.harness.runner import recheck_runs, run_study
 from genlab.harness.store import finished_runs
-from genlab.harness.sweep import expand, flatten, mean_se
+from genlab.harness.io import flat_scalars
+from genlab.harness.sweep import expand
+from genlab.stats import mean_se
 
 
 def test_report_groups_seeds_and_keeps_latest_config(tmp_path):
@@ -54,6 +56,6 @@ def test_empty_store_report(tmp_path):
 def test_sweep_helpers():
     assert expand({"a": [1, 2], "b": ["x"]}) == [{"a": 1, "b": "x"}, {"a": 2, "b": "x"}]
     assert expand({}) == [{}]
-    assert flatten({"a": {"b": 1, "c": [1]}, "d": True}) == {"a/b": 1.0, "d": 1.0}
+    assert flat_scalars({"a": {"b": 1, "c": [1]}, "d": True, "e": None}) == {"a/b": 1.0, "d": 1.0}
     mean, se, n = mean_se([1.0, 2.0, 3.0, float("nan")])
     assert (mean, n) == (2.0, 3) and abs(se - (1 / 3**0.5)) < 1e-12

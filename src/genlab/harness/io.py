@@ -44,6 +44,18 @@ def read_json(path: Path) -> Any:
     return json.loads(Path(path).read_text())
 
 
+def flat_scalars(tree: Any, prefix: str = "") -> dict[str, float]:
+    """Scalar leaves (numbers and bools) of nested metrics as ``a/b/c -> float``; lists and strings are left out."""
+    out: dict[str, float] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flat_scalars(value, name + "/"))
+        elif isinstance(value, int | float) and math.isfinite(value):
+            out[name] = float(value)
+    return out
+
+
 def to_jsonable(obj: Any) -> Any:
     """numpy / torch scalars and arrays to plain lists and numbers; NaN and ±inf become None (JSON null), so
     what a study returns, what is stored and what claims are checked on are the same values."""

@@ -64,6 +64,7 @@ class Study:
     presets: ClassVar[dict[str, dict[str, Any]]] = {"smoke": {}, "quick": {}, "full": {}}
     claims: ClassVar[list[Claim]] = []
     summary: ClassVar[str] = ""
+    headline: ClassVar[tuple[str, ...]] = ()  # metric paths a sweep tabulates by default, beside the claims
 
     def run(self, cfg: Any, ctx: RunContext) -> dict[str, Any]:
         raise NotImplementedError(f"{type(self).__name__}.run")
@@ -131,6 +132,18 @@ def discover() -> None:
         if not mod.name.rsplit(".", 1)[-1].startswith("_"):
             importlib.import_module(mod.name)
     _DISCOVERED = True
+
+
+def typical_seconds(name: str) -> dict[str, float] | None:
+    """Wall seconds of a study's smoke and quick presets on 2 cores, as last measured for the release
+    (``genlab/studies/typical_times.json``, written by ``benchmarks/study_times.py``); None if not measured."""
+    import json
+    from importlib.resources import files
+
+    path = files("genlab.studies") / "typical_times.json"
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text()).get(name)
 
 
 def all_studies() -> dict[str, type[Study]]:

@@ -1,17 +1,27 @@
-"""Sweeps: a grid of config overrides × seeds, and the table of mean ± standard error per grid cell."""
+"""Sweeps: a grid of config overrides × seeds, and the table of results per grid cell.
+
+By default a sweep tabulates what the study is about: each claim's verdict over the cell's seeds (combined by the
+claim's reducer) and the study's headline metrics, mean ± standard error over seeds. ``--metric`` picks columns
+instead: a metric path (``acc/id``) or a number a claim reports (``claim:<key>/<number>``); an unknown name is
+an error that lists the close ones.
+"""
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
+from genlab.harness.claims import combine_verdicts
 from genlab.harness.config import field_types, parse_value
 from genlab.harness.errors import ConfigError
+from genlab.harness.io import flat_scalars
 from genlab.harness.runner import RunResult
+from genlab.stats import mean_se
+
+CLAIM_PREFIX = "claim:"
 
 
 def parse_grid(config_cls: type, grid: Iterable[str]) -> dict[str, list[Any]]:
@@ -36,49 +46,82 @@ def expand(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
 
 
-def flatten(metrics: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
-    """Scalar leaves of a nested metrics dict as ``a/b/c -> value``."""
-    out: dict[str, float] = {}
-    for key, value in metrics.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(flatten(value, name + "/"))
-        elif isinstance(value, int | float):  # bools included
-            out[name] = float(value)
-    return out
+def cell_label(cell: Mapping[str, Any]) -> str:
+    """``lam=0.1, n=200`` (what progress lines print)."""
+    return ", ".join(f"{k}={v}" for k, v in cell.items()) or "defaults"
 
 
-def mean_se(values: Sequence[float]) -> tuple[float, float, int]:
-    """Mean, standard error of the mean (nan when n < 2) and n, ignoring NaNs."""
-    arr = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
-    n = len(arr)
-    if n == 0:
-        return math.nan, math.nan, 0
-    se = float(arr.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-    return float(arr.mean()), se, n
+def run_values(result: RunResult) -> dict[str, float]:
+    """Every scalar a run offers a sweep: its metrics and the numbers its claims report (``claim:key/name``)."""
+    values = flat_scalars(result.metrics)
+    for v in result.verdicts:
+        values.update({f"{CLAIM_PREFIX}{v.key}/{k}": x for k, x in flat_scalars(v.numbers).items()})
+    return values
+
+
+def check_metrics(requested: Sequence[str], available: set[str]) -> None:
+    unknown = [m for m in requested if m not in available]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], sorted(available), n=5, cutoff=0.4)
+        hint = f"; close names: {', '.join(close)}" if close else f"; {len(available)} names exist (see --json)"
+        raise ConfigError(f"unknown --metric {unknown[0]!r}{hint}")
 
 
 def table(
-    cells: list[dict[str, Any]], results: list[RunResult], metrics: Sequence[str] | None = None, max_metrics: int = 6
+    study_cls: type,
+    cells: list[dict[str, Any]],
+    results: list[RunResult],
+    metrics: Sequence[str] | None = None,
 ) -> tuple[list[str], list[dict[str, Any]]]:
-    """Rows of ``{cell values..., metric: (mean, se, n)}``; results are matched to cells by their config."""
-    flat = [flatten(r.metrics) if r.ok else {} for r in results]
-    if metrics is None:
-        seen: list[str] = []
-        for f in flat:
-            seen.extend(k for k in f if k not in seen)
-        metrics = seen[:max_metrics]
+    """Columns and rows ``{cell values..., column: value}``: claim verdicts as text, numbers as (mean, se, n)."""
+    values = [run_values(r) if r.ok else {} for r in results]
+    available = set().union(*values) if values else set()
+    if metrics:
+        check_metrics(metrics, available)
+        columns = list(metrics)
+    else:
+        columns = [f"{CLAIM_PREFIX}{c.key}" for c in study_cls.claims]
+        columns += [m for m in getattr(study_cls, "headline", ()) if m in available]
     rows = []
     for cell in cells:
-        members = [
-            f for r, f in zip(results, flat) if all(_plain(r.config.get(k)) == _plain(v) for k, v in cell.items())
-        ]
+        members = [i for i, r in enumerate(results) if r.ok and _in_cell(r, cell)]
         row: dict[str, Any] = dict(cell)
-        for m in metrics:
-            row[m] = mean_se([f[m] for f in members if m in f])
+        for col in columns:
+            if col.startswith(CLAIM_PREFIX) and "/" not in col:
+                row[col] = _verdict_cell(study_cls, col.removeprefix(CLAIM_PREFIX), [results[i] for i in members])
+            else:
+                row[col] = mean_se([values[i][col] for i in members if col in values[i]])
         rows.append(row)
-    return list(metrics), rows
+    return columns, rows
+
+
+def _verdict_cell(study_cls: type, key: str, members: list[RunResult]) -> str:
+    verdicts = [v for r in members for v in r.verdicts if v.key == key]
+    if not verdicts:
+        return "-"
+    claim = study_cls.claim(key)
+    combined = combine_verdicts(verdicts, claim.reducer if claim else "unanimous")
+    held = sum(v.verdict == "reproduced" for v in verdicts)
+    return f"{combined.verdict} ({held}/{len(verdicts)})"
+
+
+def _in_cell(result: RunResult, cell: Mapping[str, Any]) -> bool:
+    return all(_plain(result.config.get(k)) == _plain(v) for k, v in cell.items())
 
 
 def _plain(v: Any) -> Any:
     return list(v) if isinstance(v, tuple) else v
+
+
+def fmt_mean_se(cell: Any) -> str:
+    """A table cell: verdict text as is; (mean, se, n) as 'mean ± se (n=…)' with meaningful digits."""
+    from genlab.harness.claims import fmt_number
+
+    if isinstance(cell, str):
+        return cell
+    mean, se, n = cell
+    if n == 0 or math.isnan(mean):
+        return "-"
+    if n < 2 or math.isnan(se):
+        return f"{fmt_number(mean)} (n={n})"
+    return f"{fmt_number(mean)} ± {fmt_number(se, 2)} (n={n})"

@@ -1,0 +1,84 @@
+"""genlab from Python (notebooks, scripts): ``genlab.run(study, preset=..., **overrides)``.
+
+>>> import genlab
+>>> r = genlab.run("margin-bounds", preset="smoke", seed=0, root="runs")   # doctest: +SKIP
+>>> r.claims["certificate-valid"].verdict                                  # doctest: +SKIP
+'reproduced'
+
+The result holds the metrics, the claims (by key), the figures and the run directory; in Jupyter it displays
+as a claims table with its figures. Runs go to the same store as the CLI's, so a finished run is read back
+instead of recomputed (``force=True`` recomputes).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from genlab.harness.claims import Verdict
+
+
+@dataclass
+class Result:
+    study: str
+    preset: str
+    seed: int
+    run_dir: Path
+    config: dict[str, Any]
+    metrics: dict[str, Any]
+    claims: dict[str, Verdict]
+    figures: list[Path]
+    wall_time: float
+    cached: bool
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        rows = "".join(
+            f"<tr><td>{esc(v.key)}</td><td>{esc(v.claim)}</td><td>{esc(v.kind)}</td><td><b>{esc(v.verdict)}</b></td>"
+            f"<td>{esc(v.numbers_text())}</td></tr>"
+            for v in self.claims.values()
+        )
+        images = "".join(
+            f"<img style='max-width:100%' src='data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}'>"
+            for p in self.figures
+        )
+        where = f"<code>{esc(str(self.run_dir))}</code>"
+        head = f"<p><b>{esc(self.study)}</b> ({esc(self.preset)}, seed {self.seed}): {where}</p>"
+        table = "<table><tr><th>key</th><th>claim</th><th>kind</th><th>verdict</th><th>numbers</th></tr>"
+        return f"{head}{table}{rows}</table>{images}"
+
+    def __repr__(self) -> str:
+        verdicts = ", ".join(f"{k}: {v.verdict}" for k, v in self.claims.items())
+        return f"Result({self.study!r}, preset={self.preset!r}, seed={self.seed}, {verdicts})"
+
+
+def run(
+    study: str,
+    preset: str = "quick",
+    *,
+    seed: int = 0,
+    root: str | Path = "runs",
+    device: str = "cpu",
+    force: bool = False,
+    quiet: bool = True,
+    **overrides: Any,
+) -> Result:
+    """Run one study in this process (or read back its finished run) and return its :class:`Result`."""
+    from genlab.harness.runner import run_study
+
+    r = run_study(study, preset, overrides, seed=seed, root=root, force=force, device=device, quiet=quiet)
+    return Result(
+        study=r.study,
+        preset=r.preset,
+        seed=r.seed,
+        run_dir=Path(r.run_dir),
+        config=r.config,
+        metrics=r.metrics,
+        claims={v.key: v for v in r.verdicts},
+        figures=sorted((Path(r.run_dir) / "figures").glob("*.png")),
+        wall_time=r.wall_time,
+        cached=r.skipped,
+    )
