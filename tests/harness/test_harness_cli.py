@@ -114,7 +114,8 @@ def test_sweep_tabulates_claims_by_default_and_rejects_unknown_metrics(tmp_path,
 
 
 def test_reproduce_ends_with_a_compact_table(tmp_path, capsys):
-    code, out, _ = run_cli(capsys, "reproduce", "toy-mean", "-p", "smoke", "--backend", "serial", "--root", str(tmp_path))
+    args = ["reproduce", "toy-mean", "-p", "smoke", "--backend", "serial", "--root", str(tmp_path)]
+    code, out, _ = run_cli(capsys, *args)
     assert code == 0 and "report:" in out and "toy-mean" in out
     assert "the sample mean is within" not in out  # claim-by-claim detail stays in the report and --json
 
