@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from genlab.harness.io import flat_scalars
 from genlab.harness.report import claims_rows, latest_groups, tally, write_report
 from genlab.harness.runner import recheck_runs, run_study
@@ -59,3 +61,56 @@ def test_sweep_helpers():
     assert flat_scalars({"a": {"b": 1, "c": [1]}, "d": True, "e": None}) == {"a/b": 1.0, "d": 1.0}
     mean, se, n = mean_se([1.0, 2.0, 3.0, float("nan")])
     assert (mean, n) == (2.0, 3) and abs(se - (1 / 3**0.5)) < 1e-12
+
+
+def _report_with_history(tmp_path):
+    run_study("toy-mean", "quick", {"n": 30}, seed=0, root=tmp_path)
+    run_study("toy-mean", "quick", {"n": 40}, seed=0, root=tmp_path)  # supersedes the n=30 group
+    run_study("toy-mean", "smoke", seed=0, root=tmp_path)
+    return write_report(tmp_path)
+
+
+def test_report_structure_links_anchors_and_superseded_runs(tmp_path):
+    from html.parser import HTMLParser
+
+    class Collect(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.ids, self.hrefs, self.stack, self.sortable = [], [], [], 0
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            self.ids += [a["id"]] if "id" in a else []
+            self.hrefs += [a["href"]] if "href" in a else []
+            self.sortable += tag == "table" and a.get("class") == "sortable"
+            if tag not in ("img", "br", "meta"):
+                self.stack.append(tag)
+
+        def handle_endtag(self, tag):
+            assert self.stack and self.stack.pop() == tag, f"unbalanced </{tag}>"
+
+    text = _report_with_history(tmp_path).read_text()
+    page = Collect()
+    page.feed(text)
+    assert page.stack == [] and len(page.ids) == len(set(page.ids))  # well nested, unique anchors
+    assert "toy-mean--quick" in page.ids and "#toy-mean--quick" in page.hrefs
+    assert "https://arxiv.org/abs/0000.00000" in page.hrefs  # each study section links its paper
+    assert "Superseded runs" in text and page.sortable == 2
+    assert "Other presets in the store: smoke" in text and "the sample mean" in text  # the caption
+
+
+def test_report_renders_and_sorts_in_a_headless_browser(tmp_path):
+    import shutil
+    import subprocess
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        pytest.skip("no headless browser on this machine (the structural test above still runs)")
+    path = _report_with_history(tmp_path)
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+             "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}"]  # fmt: skip
+    dom = subprocess.run(
+        [browser, *flags, "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=120
+    ).stdout
+    assert 'data-sortable="ready"' in dom  # the inline script ran without errors
+    assert dom.count("<img") >= 1 and "toy-mean--quick" in dom
