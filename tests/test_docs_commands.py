@@ -1,0 +1,127 @@
+"""Every `genlab ...` command that README.md and docs/ show in a code block runs, so the docs cannot drift.
+
+Commands run in-process in a sandbox folder holding the small input files the docs name. What the test changes
+is only what keeps CI fast, never what could hide a broken command: studies run their ``smoke`` preset, at most
+two seeds and two values per grid key, into a temporary run store. Commands that need something only a user
+has (a model folder, an inference server, a cluster) are skipped with that reason, listed in ``NEEDS_USER``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from genlab.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+NEEDS_USER = {  # pattern in the command -> why the test cannot run it here
+    "/path/to/": "a model folder the user provides",
+    "/models/": "a model folder the user provides",
+    "image_folder=/data/": "an image folder the user provides",
+    "--base-url http": "an OpenAI-compatible inference server",
+    "--backend hf --model ./": "a local transformers model",
+    "--preset full": "the full preset (hours); its config is still built by tests/studies/test_smoke_all.py",
+}
+STUDY_COMMANDS = ("run", "reproduce", "sweep")
+STORE_COMMANDS = ("list", "run", "reproduce", "sweep", "show")
+
+
+def documented_commands(text: str) -> list[str]:
+    """``genlab ...`` lines of fenced or indented code blocks (continuations joined, trailing comments cut)."""
+    out, fenced, lines = [], False, text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.strip().startswith("```"):
+            fenced = not fenced
+        elif fenced or line.startswith("    "):
+            cmd = line.strip().removeprefix("$ ")
+            while cmd.endswith("\\") and i + 1 < len(lines):
+                i += 1
+                cmd = cmd[:-1].rstrip() + " " + lines[i].strip()
+            if cmd.startswith("genlab "):
+                out.append(re.split(r"\s+#\s", cmd)[0].strip())
+        i += 1
+    return out
+
+
+CASES = [
+    pytest.param(cmd, id=f"{page.relative_to(ROOT)}:{cmd[:60]}")
+    for page in DOCS
+    for cmd in dict.fromkeys(documented_commands(page.read_text()))
+]
+
+
+def test_the_docs_show_commands():
+    assert len(CASES) > 30
+
+
+def for_ci(args: list[str], store: Path) -> list[str]:
+    """The command as CI runs it: smoke preset, ≤ 2 seeds and grid values, the temporary store."""
+    out: list[str] = []
+    it = iter(range(len(args)))
+    for i in it:
+        a = args[i]
+        if a in ("--preset", "-p") and args[0] in STUDY_COMMANDS:
+            out += [a, "smoke"]
+            next(it)
+        elif a == "--seeds":
+            out += [a, str(min(2, int(args[i + 1])))]
+            next(it)
+        elif a in ("--grid", "-g"):
+            key, _, values = args[i + 1].partition("=")
+            out += [a, f"{key}={','.join(values.split(',')[:2])}"]
+            next(it)
+        elif a == "--address":
+            next(it)  # a cluster address: the test starts a local Ray instead
+        else:
+            out.append(a)
+    if out[0] in STUDY_COMMANDS and not {"--preset", "-p"} & set(out):
+        out += ["--preset", "smoke"]
+    if out[0] in STORE_COMMANDS:
+        out += ["--root", str(store)]
+    if out[0] == "report":
+        out = ["report", str(store), *[a for a in out[1:] if a != "runs"]]
+    return out
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory) -> Path:
+    """A folder with the input files the docs name."""
+    box = tmp_path_factory.mktemp("docs-sandbox")
+    rng = np.random.default_rng(0)
+    models = [f"m{i}" for i in range(24)]
+    (box / "A.csv").write_text("model,id_acc\n" + "".join(f"{m},{0.5 + i / 60:.4f}\n" for i, m in enumerate(models)))
+    correct = (rng.random((len(models), 40)) < 0.6).astype(int)
+    header = "model," + ",".join(f"x{j}" for j in range(40)) + "\n"
+    (box / "C.csv").write_text(header + "".join(f"{m}," + ",".join(map(str, r)) + "\n" for m, r in zip(models, correct)))
+    for name in ("IFBench_test.jsonl", "input_data.jsonl"):
+        source = next(SHARED_DATA.rglob(name), None)
+        if source is not None:
+            (box / name).write_bytes(source.read_bytes())
+    return box
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", CASES)
+def test_documented_command_runs(command, sandbox, tmp_path_factory, monkeypatch, capsys):
+    reason = next((why for pattern, why in NEEDS_USER.items() if pattern in command), None)
+    if reason:
+        pytest.skip(f"needs {reason}")
+    args = for_ci(shlex.split(command)[1:], tmp_path_factory.getbasetemp() / "docs-store")
+    monkeypatch.chdir(sandbox)
+    monkeypatch.setenv("BROWSER", "true")  # `--open` opens nothing in CI
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code or 0
+    err = capsys.readouterr().err
+    assert code == 0, f"`{command}` (run as `genlab {shlex.join(args)}`) exited {code}: {err[-2000:]}"
