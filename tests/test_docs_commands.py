@@ -101,7 +101,8 @@ def sandbox(tmp_path_factory) -> Path:
     (box / "A.csv").write_text("model,id_acc\n" + "".join(f"{m},{0.5 + i / 60:.4f}\n" for i, m in enumerate(models)))
     correct = (rng.random((len(models), 40)) < 0.6).astype(int)
     header = "model," + ",".join(f"x{j}" for j in range(40)) + "\n"
-    (box / "C.csv").write_text(header + "".join(f"{m}," + ",".join(map(str, r)) + "\n" for m, r in zip(models, correct)))
+    rows = "".join(f"{m}," + ",".join(map(str, r)) + "\n" for m, r in zip(models, correct))
+    (box / "C.csv").write_text(header + rows)
     for name in ("IFBench_test.jsonl", "input_data.jsonl"):
         source = next(SHARED_DATA.rglob(name), None)
         if source is not None:
