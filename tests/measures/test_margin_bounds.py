@@ -120,7 +120,7 @@ def test_clopper_pearson_known_values():
 def test_cli_prints_bounds_and_rejects_bad_input():
     from typer.testing import CliRunner
 
-    from genlab.measures.cli import app
+    from genlab.commands.bound import app
 
     runner = CliRunner()
     res = runner.invoke(app, ["margin", "--gamma", "0.1", "--n", "10000", "--frac", "0.02"])

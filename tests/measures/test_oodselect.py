@@ -156,7 +156,7 @@ def test_run_oodselect_report_and_errors():
 def app():
     import typer
 
-    from genlab.measures.oodselect_cli import oodselect
+    from genlab.commands.oodselect import oodselect
 
     a = typer.Typer()
     a.command("oodselect")(oodselect)
