@@ -460,10 +460,10 @@ def _open(path: Path) -> None:
 
 # -- tools --------------------------------------------------------------------------------------
 # Each tool's CLI module keeps its module-level imports light.
-from genlab.ifbench.cli import app as _ifbench_app  # noqa: E402
-from genlab.ifbench.generate_cli import add_generation_commands, add_train_command  # noqa: E402
 from genlab.commands.bound import app as _bound_app  # noqa: E402
 from genlab.commands.oodselect import oodselect as _oodselect  # noqa: E402
+from genlab.ifbench.cli import app as _ifbench_app  # noqa: E402
+from genlab.ifbench.generate_cli import add_generation_commands, add_train_command  # noqa: E402
 
 add_generation_commands(_ifbench_app)
 add_train_command(_ifbench_app)

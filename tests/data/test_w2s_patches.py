@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from genlab.data.patches import BOTH, EASY, HARD, PatchModel
-from genlab.nn.patch_cnn import LinearCNN, ReLUCNN, train_gd
+from genlab.nn.patch_cnn import LinearCNN, ReLUCNN
+from genlab.training.gd import train_gd
 
 
 def test_patch_layout_and_orthogonal_noise():

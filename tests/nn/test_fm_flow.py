@@ -1,4 +1,4 @@
-"""Tests for genlab.nn.flow: OT pairing, ensemble training independence, samplers, hybrid field."""
+"""Flow matching (genlab.nn.flow, genlab.training.flow_matching): OT pairing, ensembles, samplers, hybrid field."""
 
 from __future__ import annotations
 
@@ -7,17 +7,13 @@ import torch
 
 from genlab.nn.flow import (
     EnsembleVelocityMLP,
-    FlowMember,
-    FlowTrainConfig,
     VelocityMLP,
     adaptive_sample,
     closed_form_velocity,
     euler_sample,
     hybrid_velocity,
-    ot_pair,
-    train_flow,
-    train_flow_ensemble,
 )
+from genlab.training.flow_matching import FlowMember, FlowTrainConfig, ot_pair, train_flow, train_flow_ensemble
 
 
 def test_ot_pair_is_the_optimal_assignment():

@@ -10,7 +10,7 @@
 - :func:`attention_distance`: the mean spatial distance between a query token and the tokens it attends to.
 
 ``DiT.forward(x, t)`` takes flat inputs (B, prod(shape)) and t (B,) and returns the same shape, so it plugs into
-the flow-matching trainer and samplers of :mod:`genlab.nn.flow`.
+the flow-matching trainer of :mod:`genlab.training.flow_matching` and the samplers of :mod:`genlab.nn.flow`.
 """
 
 from __future__ import annotations

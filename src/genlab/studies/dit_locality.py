@@ -170,7 +170,8 @@ class DiTLocality(Study):
         from genlab.harness.torch_setup import setup_torch
         from genlab.measures.generative import copy_fraction, mmd_rbf, nn_distances, psnr
         from genlab.nn.dit import DiT, token_distances
-        from genlab.nn.flow import FlowMember, euler_sample, train_flow_ensemble
+        from genlab.nn.flow import euler_sample
+        from genlab.training.flow_matching import FlowMember, train_flow_ensemble
 
         setup_torch(1)
         data = load_dataset(cfg.dataset, seed=ctx.seed_for("data") % 2**31, n_test=cfg.n_test,

@@ -186,13 +186,12 @@ class FlowMatching(Study):
         )
         from genlab.nn.flow import (
             EnsembleVelocityMLP,
-            FlowMember,
             adaptive_sample,
             closed_form_velocity,
             euler_sample,
             hybrid_velocity,
-            train_flow_ensemble,
         )
+        from genlab.training.flow_matching import FlowMember, train_flow_ensemble
 
         setup_torch(1)
         metrics: dict[str, Any] = {}

@@ -67,7 +67,8 @@ def w2s_cnn_run(
     """
     import torch
 
-    from genlab.nn.patch_cnn import LinearCNN, ReLUCNN, train_gd
+    from genlab.nn.patch_cnn import LinearCNN, ReLUCNN
+    from genlab.training.gd import train_gd
 
     def sample(k: int, r: np.random.Generator) -> tuple[PatchData, np.ndarray]:
         data = pm.sample(k, r)
