@@ -52,10 +52,10 @@ def test_colour_randomisation_sets_reliance():
 
 def test_pool_cache_roundtrip(tmp_path):
     pc = PoolConfig(runs=6, checkpoints=(5, 10), seed=1)
-    a = build_pool(pc, workers=1, cache_dir=tmp_path)
+    a = build_pool(pc, cache_dir=tmp_path)
     files = list(tmp_path.glob("oodselect_pool_*.npz"))
     assert len(files) == 1 and pc.key() in files[0].name
-    b = build_pool(pc, workers=1, cache_dir=tmp_path)
+    b = build_pool(pc, cache_dir=tmp_path)
     assert a["correct"].shape == (12, len(a["group_ood"]))
     assert np.array_equal(a["correct"], b["correct"]) and np.array_equal(a["run"], np.repeat(np.arange(6), 2))
     assert PoolConfig(runs=6, checkpoints=(5, 10), seed=2).key() != pc.key()

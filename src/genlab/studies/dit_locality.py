@@ -162,7 +162,6 @@ class DiTLocality(Study):
     ]
 
     def run(self, cfg: DiTLocality.Config, ctx: RunContext) -> dict[str, Any]:
-        import time
 
         import torch
 
@@ -198,14 +197,13 @@ class DiTLocality(Study):
         for i, (_, _, arm) in enumerate(key):
             model.set_window(cfg.window if arm != "global" else None, layers[arm], member=i)
         ctx.log(f"training {e} DiTs side by side (grid {model.grid}, {cfg.steps} steps)")
-        t0 = time.perf_counter()
 
         def log(step: int, losses: list[float]) -> None:
             ctx.record(step=step, **{f"loss/s{s}/n{n}/{a}": v for (s, n, a), v in zip(key, losses)})
 
-        train_flow_ensemble(model, members, cfg.steps, ctx.torch_generator("train"), batch=cfg.batch, lr=cfg.lr,
-                            log_every=max(cfg.steps // 20, 1), on_log=log)
-        train_seconds = time.perf_counter() - t0
+        with ctx.timer("training"):
+            train_flow_ensemble(model, members, cfg.steps, ctx.torch_generator("train"), batch=cfg.batch,
+                                lr=cfg.lr, log_every=max(cfg.steps // 20, 1), on_log=log)
 
         # -- denoising PSNR, train vs held-out, identical noise draws ---------------------------------------
         k = cfg.eval_images
@@ -258,7 +256,7 @@ class DiTLocality(Study):
                 "window": cfg.window, "psnr_ts": list(cfg.psnr_ts), "psnr_match_db": cfg.psnr_match_db,
                 "min_gap_db": cfg.min_gap_db, "min_copy": cfg.min_copy, "results": results,
                 "attention_distance_global": att.tolist(),
-                "train_seconds": train_seconds, "members": e,
+                "members": e,
                 "uniform_attention_distance": float(token_distances(model.grid).mean()),
                 "samples": {f"n{n}/{arm}": samples[key.index((0, n, arm))][:12].tolist()
                             for n in n_values for arm in ARMS},

@@ -244,16 +244,13 @@ class FlowMatching(Study):
 
         g = ctx.torch_generator("train")
         model = EnsembleVelocityMLP(len(members), data.dim, cfg.width, cfg.depth, generator=g)
-        import time
-
-        t0 = time.perf_counter()
 
         def log(step: int, losses: list[float]) -> None:
             ctx.record(step=step, **{f"loss/{m}/n{n}/s{s}": v for (m, n, s), v in zip(key, losses)})
 
-        train_flow_ensemble(model, members, cfg.steps, g, batch=cfg.batch, lr=cfg.lr,
-                            log_every=max(cfg.steps // 20, 1), on_log=log)
-        metrics["train_seconds"] = time.perf_counter() - t0
+        with ctx.timer("training"):
+            train_flow_ensemble(model, members, cfg.steps, g, batch=cfg.batch, lr=cfg.lr,
+                                log_every=max(cfg.steps // 20, 1), on_log=log)
 
         # feature classifier for the FID-like score (trained on the whole training split)
         clf = train_feature_classifier(data.x_train, data.y_train, ctx.torch_generator("clf"),

@@ -372,21 +372,6 @@ def check_digits_suppress(m: dict, cfg) -> Any:
 # -- jobs (top level, so a process pool can run them) ---------------------------------------------------------
 
 
-def _map_jobs(jobs: list[tuple[dict, tuple]], workers: int) -> list:
-    """Run the jobs, in a pool of ``workers`` processes when > 1 (falls back to serial if a pool cannot start,
-    e.g. inside a daemonic worker). Every job seeds itself, so the result does not depend on ``workers``."""
-    if workers > 1 and len(jobs) > 1:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        try:
-            with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
-                return list(pool.map(_run_job, jobs))
-        except (OSError, AssertionError, RuntimeError, ValueError):
-            pass
-    return [_run_job(job) for job in jobs]
-
-
 def _run_job(job: tuple[dict, tuple]) -> tuple[dict, dict]:
     cfg_d, (task, op, arm, _i, (data_seed, init_seed, batch_seed)) = job
     cfg = Grokking.Config(**cfg_d)
@@ -624,7 +609,7 @@ class Grokking(Study):
                         seeds = tuple(ctx.seed_for(kind, i) for kind in ("digits", "digits-init", "digits-b"))
                         specs.append(("digits", "digits", arm, i, seeds))
         cfg_dict = dataclasses.asdict(cfg)
-        results = _map_jobs([(cfg_dict, spec) for spec in specs], ctx.processes(cfg.workers))
+        results = ctx.map(_run_job, [(cfg_dict, spec) for spec in specs], processes=cfg.workers, desc="grokking")
         for (task, op, arm, i, _), (series, summ) in zip(specs, results):
             if task == "modular":
                 metrics["series"][f"modular/{op}/{arm}/{i}"] = series

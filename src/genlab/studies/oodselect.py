@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -150,14 +149,12 @@ def train_shard(
     return [r["run"] for r in runs], np.stack(cors, 1), np.stack(accs, 1)
 
 
-def _init_worker() -> None:
-    from genlab.harness.torch_setup import setup_torch
-
-    setup_torch(1)
+def _train_shard_job(job: tuple[list[dict[str, Any]], dict[str, np.ndarray], PoolConfig]) -> Any:
+    return train_shard(*job)
 
 
 def build_pool(
-    pc: PoolConfig, workers: int = 2, cache_dir: Path | None = None, log: Any = None
+    pc: PoolConfig, map_jobs: Any = None, cache_dir: Path | None = None, log: Any = None
 ) -> dict[str, np.ndarray]:
     """Train (or load from cache) the model pool. Returns arrays: correct (M, N) bool, id_acc (M,), run (M,) group
     ids, step (M,), q (M,) colour-randomisation rate, group_ood (N,) and the run table as JSON."""
@@ -180,13 +177,8 @@ def build_pool(
     }
     runs = draw_runs(pc)
     shards = _shards(runs)
-    if workers > 1:
-        import multiprocessing as mp
-
-        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init_worker) as ex:
-            results = list(ex.map(train_shard, shards, [data] * len(shards), [pc] * len(shards)))
-    else:
-        results = [train_shard(s, data, pc) for s in shards]
+    jobs = [(shard, data, pc) for shard in shards]
+    results = map_jobs(_train_shard_job, jobs) if map_jobs else [_train_shard_job(j) for j in jobs]
     ids = np.concatenate([np.asarray(r[0]) for r in results])
     cor = np.concatenate([r[1] for r in results])  # (runs, C, N)
     acc = np.concatenate([r[2] for r in results])  # (runs, C)
@@ -336,7 +328,10 @@ class OODSelectStudy(Study):
             pc = PoolConfig(runs=cfg.runs, checkpoints=tuple(sorted(cfg.checkpoints)), pixel_noise=cfg.pixel_noise,
                             p_neutral=cfg.p_neutral, spurious_scale=cfg.spurious_scale, lr=cfg.lr,
                             seed=ctx.seed_for("pool", ps))
-            pool = build_pool(pc, workers=ctx.processes(cfg.workers), cache_dir=cache, log=ctx.log)
+            pool = build_pool(
+                pc, map_jobs=lambda fn, jobs: ctx.map(fn, jobs, processes=cfg.workers, desc="model pool"),
+                cache_dir=cache, log=ctx.log,
+            )
             cor, acc, grp = pool["correct"].astype(np.float64), pool["id_acc"], pool["group_ood"]
             rev = grp == REVERSED
             n = cor.shape[1]

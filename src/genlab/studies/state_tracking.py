@@ -10,10 +10,8 @@ pairs are spread over a small process pool.
 from __future__ import annotations
 
 import math
-import multiprocessing as mp
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -164,12 +162,6 @@ def _predict(model, tokens: np.ndarray, normalize: bool | None, hidden: int) -> 
         for i in range(0, n, chunk)
     ]
     return np.concatenate(out, axis=1)
-
-
-def _init_worker() -> None:
-    from genlab.harness.torch_setup import setup_torch
-
-    setup_torch(1)
 
 
 # ----------------------------------------------------------------------------------------- Prop. 3
@@ -489,27 +481,15 @@ class StateTracking(Study):
         from genlab.harness.torch_setup import setup_torch
 
         setup_torch(1)
-        start = time.perf_counter()
         specs = self.jobs(cfg, ctx)
         # heaviest first for load balance: loop cells with many parameters per step
         cost = {"full": 8.0, "full+add": 8.0, "lstm": 5.0, "block2": 3.0, "block4": 3.0}
         specs.sort(key=lambda s: -cost.get(s.model, 1.0) * (6.0 if s.task.startswith(("a", "s5")) else 1.0))
-        results = []
-        workers = min(ctx.processes(cfg.workers), len(specs))
-        if workers > 1 and not mp.current_process().daemon and ctx.device == "cpu":
-            ctx.log(f"training {len(specs)} (task, model) ensembles of {cfg.seeds} seeds on {workers} processes")
-            # fork (one torch thread already set) needs no importable __main__; spawn elsewhere
-            method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-            with ProcessPoolExecutor(workers, mp_context=mp.get_context(method),
-                                     initializer=_init_worker) as pool:
-                for res in ctx.progress(pool.map(train_job, specs), total=len(specs), desc="state tracking"):
-                    results.append(res)
-                    self._log_job(res, ctx)
-        else:
-            for spec in ctx.progress(specs, total=len(specs), desc="state tracking"):
-                res = train_job(spec)
-                results.append(res)
-                self._log_job(res, ctx)
+        processes = cfg.workers if ctx.device == "cpu" else 1  # one process owns the GPU
+        with ctx.timer("training"):
+            results = ctx.map(train_job, specs, processes=processes, desc="state tracking")
+        for res in results:
+            self._log_job(res, ctx)
 
         prop3: dict[str, list[dict[str, Any]]] = {"sign": [], "gaussian": []}
         for kind in prop3:
@@ -523,8 +503,6 @@ class StateTracking(Study):
             tasks, key=lambda t: (not info[t].commutes(), info[t].n_states, info[t].vocab))
         metrics["prop3"] = prop3
         metrics["config"] = asdict(cfg)
-        metrics["wall_s"] = time.perf_counter() - start
-        metrics["cpu_s_training"] = sum(r["cpu_s"] for r in results)
         return metrics
 
     @staticmethod
@@ -534,6 +512,8 @@ class StateTracking(Study):
                 f"{', '.join(f'{a:.2f}' for a in res['acc'][longest])} ({res['wall_s']:.0f}s)")
         for row in res["curve"]:
             ctx.record(task=res["task"], model=res["model"], step=row[0], loss=row[1:])
+        ctx.record(task=res["task"], model=res["model"], wall_s=res["wall_s"], train_s=res["train_s"],
+                   cpu_s=res["cpu_s"])  # timings are records, never metrics
 
     @staticmethod
     def _collect(results: list[dict[str, Any]], cfg: Any) -> dict[str, Any]:
@@ -546,9 +526,7 @@ class StateTracking(Study):
             acc.setdefault(r["model"], {})[r["task"]] = {k: float(np.median(v)) for k, v in r["acc"].items()}
             chance.setdefault(r["task"], {}).update(r["chance"])
             extra.setdefault(r["model"], {})[r["task"]] = {
-                "lr": r["lr"], "val_acc": r["val_acc"], "wall_s": r["wall_s"], "train_s": r["train_s"],
-                "cpu_s": r["cpu_s"],
-                "params": r["params_per_model"], "curve": r["curve"]}
+                "lr": r["lr"], "val_acc": r["val_acc"], "params": r["params_per_model"], "curve": r["curve"]}
         return {
             "lengths": [str(k) for k in cfg.eval_lengths],
             "claim_length": str(cfg.claim_length),

@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -413,14 +412,7 @@ class STDWStudy(Study):
                          epochs_per_step=cfg.epochs_per_step, confidence_q=cfg.confidence_q)
         jobs = [(ds, ctx.seed_for(ds, s), cfg.n_domains, cfg.per_domain, tc, tuple(cfg.arms), cfg.labels)
                 for ds in cfg.datasets for s in range(cfg.seeds)]
-        workers = ctx.processes(cfg.workers)
-        if workers > 1:
-            import multiprocessing as mp
-
-            with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
-                results = list(ex.map(_job, jobs))
-        else:
-            results = [_job(j) for j in jobs]
+        results = ctx.map(_job, jobs, processes=cfg.workers, desc="stdw")
         target: dict[str, dict[str, list[float]]] = {}
         domains: dict[str, dict[str, list[list[float]]]] = {}
         shifts: dict[str, list[float]] = {}
