@@ -71,11 +71,20 @@ class RunContext:
         return map_jobs(fn, list(jobs), self.processes(processes), self.progress, desc or "jobs")
 
     # -- figures and timings ------------------------------------------------------------------
+    @staticmethod
+    def pyplot() -> Any:
+        """matplotlib.pyplot on the non-interactive Agg backend (figures are files, never windows)."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        return plt
+
     def save_figure(self, fig: Any, name: str, caption: str = "", dpi: int = 90) -> Path:
         """Save a matplotlib figure as ``figures/<name>.png``, close it, and remember its caption (what is
         plotted) for the report. Returns the path."""
-        import matplotlib.pyplot as plt
-
+        plt = self.pyplot()
         path = self.figures_dir / (name if name.endswith(".png") else f"{name}.png")
         fig.savefig(path, dpi=dpi, bbox_inches="tight")
         plt.close(fig)

@@ -263,10 +263,7 @@ class DiTLocality(Study):
                 "shape": list(data.shape)}
 
     def figures(self, metrics: Mapping[str, Any], ctx: RunContext) -> list[Path]:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = ctx.pyplot()
 
         ns, arms, r = metrics["n_values"], metrics["arms"], metrics["results"]
         fig, ax = plt.subplots(1, 4, figsize=(17, 3.8))
@@ -291,7 +288,11 @@ class DiTLocality(Study):
         fig.suptitle(f"DiT locality: {metrics['window']}×{metrics['window']} windows on a "
                      f"{metrics['grid'][0]}×{metrics['grid'][1]} token grid, {metrics['depth']} blocks", fontsize=9)
         fig.tight_layout()
-        path = ctx.figures_dir / "dit-locality.png"
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
+        path = ctx.save_figure(
+            fig, "dit-locality", dpi=90,
+            caption=(
+                "Early-layer attention distance vs n (global DiT), and the train − held-out PSNR gap "
+                "and copy fraction of each attention arm at the smallest and largest n"
+            ),
+        )
         return [path]

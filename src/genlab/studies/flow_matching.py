@@ -370,10 +370,7 @@ class FlowMatching(Study):
 
     # ------------------------------------------------------------------------------------------------------
     def figures(self, metrics: Mapping[str, Any], ctx: RunContext) -> list[Path]:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = ctx.pyplot()
 
         c, tr, hy, cm = metrics["collapse"], metrics["train"], metrics["hybrid"], metrics["compare"]
         fig, ax = plt.subplots(1, 4, figsize=(17, 3.8))
@@ -414,9 +411,16 @@ class FlowMatching(Study):
         ax[3].set(ylabel="held-out score (lower is better)", title=f"(4) EFM vs CFM vs OT-CFM, n={cm['n']}")
         ax[3].legend(fontsize=7)
         fig.tight_layout()
-        paths = [ctx.figures_dir / "flow-matching.png"]
-        fig.savefig(paths[0], dpi=90)
-        plt.close(fig)
+        paths = [ctx.save_figure(
+            fig,
+            "flow-matching",
+            dpi=90,
+            caption=(
+                "Target collapse vs t and dimension (max posterior weight), CFM copy fraction vs n, "
+                "network error against the closed-form velocity over t, hybrid-sampler novelty vs τ, and "
+                "EFM vs CFM/OT-CFM on held-out Fréchet distance and MMD"
+            ),
+        )]
 
         shape = metrics.get("shape", [])
         if len(shape) == 3 and shape[0] == 1:
@@ -429,8 +433,9 @@ class FlowMatching(Study):
                 a.set_xticks([])
                 a.set_yticks([])
             fig.tight_layout()
-            p = ctx.figures_dir / "flow-matching-samples.png"
-            fig.savefig(p, dpi=90)
-            plt.close(fig)
+            p = ctx.save_figure(
+                fig, "flow-matching-samples", dpi=90,
+                caption="Samples of each method and training-set size next to their nearest training images",
+            )
             paths.append(p)
         return paths

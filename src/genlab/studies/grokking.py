@@ -626,10 +626,7 @@ class Grokking(Study):
 
     # -- figures ----------------------------------------------------------------------------------------------
     def figures(self, metrics: dict, ctx: RunContext) -> list[Path]:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = ctx.pyplot()
 
         if not metrics.get("modular"):
             return []
@@ -704,7 +701,12 @@ class Grokking(Study):
             ax.set(title="digits MLP (SGD): test accuracy", xlabel="epoch", ylim=(0, 1))
             ax.legend(fontsize=7)
         fig.tight_layout()
-        path = ctx.figures_dir / "grokking.png"
-        fig.savefig(path, dpi=70)
-        plt.close(fig)
+        path = ctx.save_figure(
+            fig, "grokking", dpi=70,
+            caption=(
+                "Train and test accuracy, relative flatness κ and neural collapse (NCC) over training"
+                " for the baseline, flatness-ascent and collapse-suppression arms; the onset window "
+                "is shaded"
+            ),
+        )
         return [path]

@@ -376,10 +376,7 @@ class IFBenchRLVR(Study):
         return curve
 
     def figures(self, metrics: dict[str, Any], ctx: RunContext) -> list[Path]:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = ctx.pyplot()
 
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
         arms, splits = ("base", "sft", "grpo"), ("id", "ood")
@@ -401,9 +398,13 @@ class IFBenchRLVR(Study):
         ax2.set_ylabel("mean reward (fraction of constraints followed)")
         ax2.set_title("training reward (one line per seed)")
         fig.tight_layout()
-        path = ctx.figures_dir / "ifbench-rlvr.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        path = ctx.save_figure(
+            fig, "ifbench-rlvr", dpi=100,
+            caption=(
+                "Prompt-level accuracy (genlab's IFBench evaluator) of the base, SFT and GRPO "
+                "policies in domain and on unseen constraints, and the GRPO training reward per seed"
+            ),
+        )
         return [path]
 
 

@@ -409,10 +409,7 @@ class OODSelectStudy(Study):
         }
 
     def figures(self, metrics: dict, ctx: RunContext) -> list[Path]:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = ctx.pyplot()
 
         fr = np.asarray(metrics["k_fractions"])
         rows = metrics["seeds"]
@@ -450,18 +447,20 @@ class OODSelectStudy(Study):
         ax.legend(fontsize=7)
         ax.set_title("precision for the planted subgroup", fontsize=9)
         fig.tight_layout()
-        p1 = ctx.figures_dir / "oodselect.png"
-        fig.savefig(p1, dpi=100)
-        plt.close(fig)
+        p1 = ctx.save_figure(
+            fig, "oodselect", dpi=100,
+            caption=(
+                "Probit Pearson r between ID and OOD accuracy on held-out models for the full OOD "
+                "set, OODSelect, greedy and random subsets vs subset size, and the selection's "
+                "precision for the planted subgroup"
+            ),
+        )
         return [p1, self._scatter(metrics, ctx)]
 
     @staticmethod
     def _scatter(metrics: dict, ctx: RunContext) -> Path:
         """Probit-axis scatter of held-out models (first pool and split) for subset sizes up to the planted size."""
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = ctx.pyplot()
 
         from genlab.measures.oodselect import probit
 
@@ -486,7 +485,11 @@ class OODSelectStudy(Study):
         axes[0][0].set_ylabel("probit(OOD subset acc)", fontsize=8)
         fig.suptitle("held-out models, one pool and split", fontsize=9)
         fig.tight_layout()
-        path = ctx.figures_dir / "oodselect_scatter.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        path = ctx.save_figure(
+            fig, "oodselect_scatter", dpi=100,
+            caption=(
+                "ID vs OOD accuracy (probit) of held-out models on the full OOD set and on "
+                "OODSelect's subsets of each size"
+            ),
+        )
         return path

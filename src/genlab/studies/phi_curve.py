@@ -659,10 +659,7 @@ class PhiCurve(Study):
 
     # -- figures --------------------------------------------------------------------------------------------
     def figures(self, metrics: Mapping[str, Any], ctx: RunContext) -> list[Path]:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = ctx.pyplot()
 
         paths = []
         rows = [("rf", "ratio", "p / n", "synthetic RFRR")]
@@ -673,18 +670,23 @@ class PhiCurve(Study):
             _family_panels(row, metrics[key], xkey, xlabel, title)
         fig.subplots_adjust(left=0.06, right=0.985, bottom=0.12 / len(rows), top=1 - 0.07 / len(rows),
                             wspace=0.28, hspace=0.35)
-        path = ctx.figures_dir / "phi-curve.png"
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
+        path = ctx.save_figure(
+            fig, "phi-curve", dpi=90,
+            caption=(
+                "Random-feature ridge regression: norm, risk vs size and risk vs norm (the φ curve), "
+                "deterministic equivalent against Monte Carlo, and the ridge sweep"
+            ),
+        )
         paths.append(path)
 
         fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
         _family_panels(axes[:3], metrics["ridge"], "gamma", "γ = d / n", "linear ridge")
         _sweep_panel(axes[3], metrics["rf"]["sweep"])
         fig.subplots_adjust(left=0.05, right=0.99, bottom=0.14, top=0.92, wspace=0.3)
-        path = ctx.figures_dir / "phi-curve-ridge.png"
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
+        path = ctx.save_figure(
+            fig, "phi-curve-ridge", dpi=90,
+            caption="Linear ridge: norm, risk vs size and risk vs norm, deterministic equivalent against Monte Carlo",
+        )
         paths.append(path)
         return paths
 

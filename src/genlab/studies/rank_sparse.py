@@ -195,10 +195,7 @@ class RankSparseBounds(Study):
         return row
 
     def figures(self, metrics: dict[str, Any], ctx: RunContext) -> list[Path]:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = ctx.pyplot()
 
         summ = metrics["summary"]
         fig, axes = plt.subplots(1, len(summ) + 1, figsize=(4.3 * (len(summ) + 1), 3.7))
@@ -222,9 +219,13 @@ class RankSparseBounds(Study):
         ax.legend(fontsize=6, loc="upper left")
         ax.set_title("effective rank and test error")
         fig.tight_layout()
-        path = ctx.figures_dir / "rank-sparse-bounds.png"
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
+        path = ctx.save_figure(
+            fig, "rank-sparse-bounds", dpi=90,
+            caption=(
+                "Schatten-quasi-norm bound against parameter counting and norm bounds vs width on "
+                "each dataset, with effective rank and test error"
+            ),
+        )
         return [path]
 
     claims = [

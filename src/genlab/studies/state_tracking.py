@@ -538,10 +538,7 @@ class StateTracking(Study):
         }
 
     def figures(self, metrics: Mapping[str, Any], ctx: RunContext) -> list[Path]:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = ctx.pyplot()
 
         paths = []
         acc = metrics["acc"]
@@ -570,9 +567,14 @@ class StateTracking(Study):
                      f" seeds (train lengths {metrics['config']['train_min_len']}-"
                      f"{metrics['config']['train_max_len']})", fontsize=9)
         fig.colorbar(im, ax=axes[0].tolist(), fraction=0.03)
-        paths.append(ctx.figures_dir / "state-tracking-heatmap.png")
-        fig.savefig(paths[-1], dpi=100, bbox_inches="tight")
-        plt.close(fig)
+        paths.append(ctx.save_figure(
+            fig,
+            "state-tracking-heatmap",
+            dpi=100,
+            caption=(
+                "Median accuracy of each recurrent cell on each task at each test length"
+            ),
+        ))
 
         lengths = [int(k) for k in metrics["lengths"]]
         fig, axes = plt.subplots(1, len(tasks), figsize=(3.0 * len(tasks), 2.9), sharey=True, squeeze=False)
@@ -600,7 +602,12 @@ class StateTracking(Study):
                 handles.setdefault(lab, h)
         fig.legend(list(handles.values()), list(handles), loc="center right", fontsize=7)
         fig.tight_layout(rect=(0, 0, 0.87, 1))
-        paths.append(ctx.figures_dir / "state-tracking-length.png")
-        fig.savefig(paths[-1], dpi=100)
-        plt.close(fig)
+        paths.append(ctx.save_figure(
+            fig,
+            "state-tracking-length",
+            dpi=100,
+            caption=(
+                "Accuracy vs test length per task and cell (training lengths shaded)"
+            ),
+        ))
         return paths

@@ -431,10 +431,7 @@ class STDWStudy(Study):
                 "shifts": shifts, "shift_names": shift_names, "seeds": cfg.seeds}
 
     def figures(self, metrics: dict, ctx: RunContext) -> list[Path]:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = ctx.pyplot()
 
         dss = list(metrics["target"])
         arms = metrics["arms"]
@@ -463,7 +460,11 @@ class STDWStudy(Study):
         ax.legend(fontsize=5)
         ax.set_title("arms and rho ablation", fontsize=9)
         fig.tight_layout()
-        path = ctx.figures_dir / "stdw.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        path = ctx.save_figure(
+            fig, "stdw", dpi=100,
+            caption=(
+                "Target accuracy of source-only, gradual self-training and STDW on each shift, and "
+                "the ρ-schedule ablation"
+            ),
+        )
         return [path]

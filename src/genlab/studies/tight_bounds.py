@@ -215,10 +215,7 @@ class TightBounds(Study):
         return out
 
     def figures(self, metrics: dict[str, Any], ctx: RunContext) -> list[Path]:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = ctx.pyplot()
 
         fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
         ax = axes[0]
@@ -268,9 +265,13 @@ class TightBounds(Study):
         ax.set_title("digits: Theorem 4.3 hold-out intervals")
         ax.legend(fontsize=7)
         fig.tight_layout()
-        path = ctx.figures_dir / "tight-bounds.png"
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
+        path = ctx.save_figure(
+            fig, "tight-bounds", dpi=90,
+            caption=(
+                "Example 1.8 parity ERM success probability, Theorem 3.2 estimator errors, and "
+                "Theorem 4.3 hold-out intervals against test error on digits"
+            ),
+        )
         return [path]
 
     claims = [

@@ -396,10 +396,7 @@ class W2SCNN(Study):
 
     # ------------------------------------------------------------------------------------------------
     def figures(self, metrics: dict[str, Any], ctx: RunContext) -> list[Path]:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = ctx.pyplot()
         import matplotlib.ticker
 
         m = metrics
@@ -449,7 +446,11 @@ class W2SCNN(Study):
             axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         fig.suptitle(f"w2s-cnn — data model {m['data_model']} (reconstructed)", fontsize=9)
         fig.tight_layout()
-        path = ctx.figures_dir / "w2s-cnn.png"
-        fig.savefig(path, dpi=72)
-        plt.close(fig)
+        path = ctx.save_figure(
+            fig, "w2s-cnn", dpi=72,
+            caption=(
+                "Weak teacher vs strong student error on hard-only inputs over training, and benign "
+                "vs harmful overfitting against the signal statistic"
+            ),
+        )
         return [path]

@@ -515,10 +515,7 @@ class W2SRidge(Study):
 
     # ------------------------------------------------------------------------------------------------
     def figures(self, metrics: dict[str, Any], ctx: RunContext) -> list[Path]:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = ctx.pyplot()
         from matplotlib.colors import TwoSlopeNorm
 
         m = metrics
@@ -604,7 +601,11 @@ class W2SRidge(Study):
 
         fig.suptitle("w2s-ridge: ridge teacher → ridge student (DE = our deterministic equivalent, MC = simulation)")
         fig.tight_layout()
-        path = ctx.figures_dir / "w2s-ridge.png"
-        fig.savefig(path, dpi=72)
-        plt.close(fig)
+        path = ctx.save_figure(
+            fig, "w2s-ridge", dpi=72,
+            caption=(
+                "Ridge teacher → ridge student: DE vs Monte Carlo test MSE, student gain vs teacher "
+                "and student regularisation, weighted student and multi-index gain"
+            ),
+        )
         return [path]
