@@ -21,10 +21,10 @@ def digits():
 
 
 def test_base_digits_are_unit_range_images(digits):
-    x, y = digits
-    assert x.shape == (60, 8, 8) and x.dtype == np.float32 and 0 <= x.min() and x.max() <= 1
+    x, _y = digits
+    assert x.shape == (60, 8, 8) and x.dtype == np.float32 and x.min() >= 0 and x.max() <= 1
     up, _ = base_digits(16)
-    assert up.shape[1:] == (16, 16) and 0 <= up.min() and up.max() <= 1
+    assert up.shape[1:] == (16, 16) and up.min() >= 0 and up.max() <= 1
     with pytest.raises(ValueError):
         base_digits(4)
 
@@ -39,7 +39,7 @@ def test_styles_are_what_they_say(digits):
     out = render(x, "outlined", rng)
     assert np.allclose(out.max(axis=(1, 2)), 1.0)
     noisy = render(x, "noisy", rng, noise=0.3)
-    assert 0 <= noisy.min() and noisy.max() <= 1 and 0.05 < np.abs(noisy - x).mean() < 0.3
+    assert noisy.min() >= 0 and noisy.max() <= 1 and 0.05 < np.abs(noisy - x).mean() < 0.3
     still = render(x, "rotated", rng, min_angle=0.0, max_angle=0.0)
     assert np.allclose(still, x, atol=1e-5)  # a zero rotation is the identity
     rot = render(x, "rotated", rng)
