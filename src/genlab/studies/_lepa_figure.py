@@ -50,7 +50,7 @@ def _tradeoff_panel(ax, metrics: Mapping[str, Any]) -> None:
 
 
 def _weights_panel(ax, metrics: Mapping[str, Any]) -> None:
-    traces = metrics["weights_seed0"]
+    traces, every = metrics["weights_seed0"], metrics.get("trace_every", 1) or 1
     ref = [a for a in traces if a.endswith(f"@{1.0:g}")] or list(traces)[:3]
     for k, arm in enumerate(ref):
         w = np.asarray(traces[arm])
@@ -58,12 +58,13 @@ def _weights_panel(ax, metrics: Mapping[str, Any]) -> None:
             continue
         for j in range(w.shape[1]):
             ax.plot(
+                every * np.arange(len(w)),
                 np.maximum(w[:, j], 1e-6),
                 color=f"C{j}",
                 ls=("-", "--", ":", "-.")[k % 4],
                 label=f"{arm}: {OBJECTIVE_LABELS[j]}",
             )
-    ax.set(yscale="log", xlabel="trace point", ylabel="weight (sum = 4)")
+    ax.set(yscale="log", xlabel="prompt-learning step", ylabel="weight (sum = 4)")
     ax.set_title("levelled objective weights, seed 0 (line style = rule)", fontsize=9)
     ax.legend(fontsize=6, ncol=2)
 

@@ -403,6 +403,7 @@ class LepaPromptLearning(Study):
             "arms": list(acc),
             "acc": acc,
             "weights_seed0": results[0]["weights"],
+            "trace_every": cfg.trace_every,
             "final_losses_seed0": results[0]["losses"],
         }
 
