@@ -237,13 +237,14 @@ def bound_cmd(
         return
     typer.echo(f"K = {candidates} candidates, S = {s} decisions, costs in [0, H = {cap}], delta = {delta:g}")
     typer.echo("derived bounds (Warren counting; not the paper's constants):")
-    head = "  class                   W      Γ   γ  β  log2 M1   Pdim<=  " + "  ".join(f"eps(N={k})/H" for k in ns)
+    head = f"  {'class':<26} {'W':>3} {'Γ':>6} {'γ':>3} {'β':>2} {'log2 M1':>8} {'Pdim<=':>7}  " + "  ".join(
+        f"eps(N={k})/H" for k in ns)
     typer.echo(head)
     for r in rows:
         eps = "  ".join(f"{r.eps[k] / cap:>{len(f'eps(N={k})/H')}.3g}" for k in ns)
-        typer.echo(f"  {r.name:<22} {r.params:>3} {r.pieces:>6} {r.boundaries:>3} {r.degree:>2} {r.log2_m1:>8.1f} "
+        typer.echo(f"  {r.name:<26} {r.params:>3} {r.pieces:>6} {r.boundaries:>3} {r.degree:>2} {r.log2_m1:>8.1f} "
                    f"{r.pdim:>7}  {eps}")
     if finite:
         eps = "  ".join(f"{finite[k] / cap:>{len(f'eps(N={k})/H')}.3g}" for k in ns)
-        typer.echo(f"  {f'finite class, {grid} policies':<22} {'':>3} {'':>6} {'':>3} {'':>2} {'':>8} {'':>7}  {eps}")
+        typer.echo(f"  {f'finite class, {grid} policies':<26} {'':>3} {'':>6} {'':>3} {'':>2} {'':>8} {'':>7}  {eps}")
     typer.echo("eps/H > 1 is vacuous. The finite-class row (Hoeffding + union bound) certifies ERM over a fixed grid.")

@@ -81,8 +81,8 @@ class BncSampleComplexity(Study):
         presolve: str = "default"
         separating: str = "default"
         heuristics: str = "off"
-        staircase_instances: int = 2
-        staircase_min_nodes: int = 20  # staircase instances need a tree at least this big (pure pscost)
+        staircase_instances: int = 3
+        staircase_min_nodes: int = 40  # staircase instances need a tree at least this big (pure pscost)
         staircase_grid: int = 41
         staircase_max_runs: int = 300
         ns: tuple[int, ...] = (10, 20, 50, 100, 200)
