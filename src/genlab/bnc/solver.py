@@ -117,6 +117,12 @@ class Decision:
     chosen: int
 
 
+def lp_candidates(model: Any) -> tuple[list, list, list]:
+    """SCIP's LP branching candidates: variables, LP values, fractional parts (the order SCIP gives)."""
+    cands, sols, fracs, n = model.getLPBranchCands()[:4]
+    return cands[:n], sols[:n], fracs[:n]
+
+
 def make_branchrule(policy: ScorePolicy, record: bool = False):
     """A pyscipopt ``Branchrule`` whose LP branching is the argmax of ``policy``'s score (a class built on demand
     so this module imports without pyscipopt)."""
@@ -142,10 +148,10 @@ def make_branchrule(policy: ScorePolicy, record: bool = False):
 
         def _branch(self):
             m = self.model
-            cands, sols, fracs, n = m.getLPBranchCands()[:4]
-            cands, sols = cands[:n], sols[:n]
+            cands, sols, fracs = lp_candidates(m)
+            n = len(cands)
             feats = classic_scores(
-                np.asarray(fracs[:n], dtype=float),
+                np.asarray(fracs, dtype=float),
                 np.array([m.getVarPseudocostScore(v, s) for v, s in zip(cands, sols)], dtype=float),
                 np.array([v.getObj() for v in cands], dtype=float),
             )
