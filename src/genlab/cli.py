@@ -471,6 +471,10 @@ app.add_typer(_ifbench_app, name="ifbench")
 app.add_typer(_bound_app, name="bound")
 app.command("oodselect")(_oodselect)
 
+from genlab.bnc.cli import app as _bnc_app  # noqa: E402
+
+app.add_typer(_bnc_app, name="bnc")
+
 
 def _click_exceptions():
     """Where typer's ClickException lives: recent typer vendors its own click (typer._click)."""
