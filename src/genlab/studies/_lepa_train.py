@@ -21,8 +21,8 @@ import torch
 from torch.nn import functional as F
 
 from genlab.data.styled_digits import CLASS_NAMES, ZERO_SHOT_TEMPLATES, Vocab
-from genlab.nn.levelling import Leveller, pcgrad
 from genlab.nn.mini_clip import MiniCLIP, clip_loss
+from genlab.training.levelling import Leveller, pcgrad
 
 OBJECTIVES = ("ce", "text_l1", "image_l1", "kl")
 CTX_INIT = "a photo of a"

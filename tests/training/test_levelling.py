@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from genlab.nn.levelling import RULES, Leveller, level_target, pcgrad
+from genlab.training.levelling import RULES, Leveller, level_target, pcgrad
 
 
 @pytest.mark.parametrize("rule", RULES)
