@@ -171,8 +171,8 @@ def test_person_names_equal_one_word_boundary_search_per_name():
     """count:person_names matches names as whole \\w+ runs; the reference searches \\bname\\b once per name."""
     import re
 
-    from genlab.ifbench.constraints.wordlists import PERSON_NAMES
     from genlab.ifbench.constraints.ifbench.count import _NAME_SET
+    from genlab.ifbench.constraints.wordlists import PERSON_NAMES
 
     rng = random.Random(3)
     pieces = [*PERSON_NAMES[:12], "Leo's", "Leo_x", "Leo2", "2Leo", "LeoLeo", "Leoé", "éLeo", "-Leo-", "(Mia)",

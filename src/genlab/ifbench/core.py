@@ -27,6 +27,7 @@ __all__ = [
     "SEMANTICS",
     "Constraint",
     "KwargsError",
+    "MissingDataError",
     "Param",
     "UnknownInstructionError",
     "Verdict",
@@ -44,6 +45,10 @@ class UnknownInstructionError(KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable
         return str(self.args[0]) if self.args else "unknown instruction id"
+
+
+class MissingDataError(RuntimeError):
+    """Data a checker must have is absent and falling back was forbidden; never turned into a verdict."""
 
 
 class KwargsError(ValueError):
@@ -137,6 +142,8 @@ class Constraint:
         """:meth:`check` with kwargs that :meth:`normalize` returned (the evaluator normalises them once)."""
         try:
             ok, reason = self._check(text, kwargs, fixed)
+        except MissingDataError:
+            raise
         except Exception as e:  # a checker bug must not take down an evaluation run
             return Verdict(False, f"checker error ({type(e).__name__}: {e}); counted as not followed")
         return Verdict(bool(ok), reason)

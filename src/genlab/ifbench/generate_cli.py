@@ -98,7 +98,8 @@ def add_generation_commands(app: typer.Typer) -> None:
         responses = out / "responses.jsonl"
         _generate(prompts, responses, out / "generation.cache.jsonl", b, quiet)
         from genlab.ifbench.data import load_prompts, load_responses
-        from genlab.ifbench.evaluator import evaluate, write_outputs
+        from genlab.ifbench.evaluator import evaluate
+        from genlab.ifbench.outputs import write_outputs
 
         result = evaluate(load_prompts(prompts), load_responses(responses), semantics=semantics)
         paths = write_outputs(result, out)

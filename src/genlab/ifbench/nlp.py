@@ -32,14 +32,21 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from genlab.ifbench.core import MissingDataError
+
 __all__ = [
+    "NLTKDataMissing",
     "backend_info",
     "count_words",
     "data_mode",
     "first_pos_tag",
     "first_token_is_verb",
+    "install_data",
+    "missing_resources",
     "nltk_search_path",
+    "provenance",
     "regex_split_sentences",
+    "require_real_data",
     "reset",
     "sent_tokenize",
     "stopwords",
@@ -47,6 +54,20 @@ __all__ = [
 ]
 
 _PKG_DATA = Path(__file__).resolve().parent / "data"
+RESOURCES = {  # NLTK package name -> the path the checkers read, relative to an nltk_data folder
+    "punkt_tab": "tokenizers/punkt_tab/english",
+    "stopwords": "corpora/stopwords/english",
+    "averaged_perceptron_tagger_eng": "taggers/averaged_perceptron_tagger_eng",
+}
+OFFLINE_WARNING = (
+    "warning: NLTK data not found (punkt_tab, stopwords, averaged_perceptron_tagger_eng); using genlab's offline "
+    "rules, which can disagree with the reference on sentence splits and words:start_verb. Run `genlab ifbench "
+    "setup` (or pass --require-nltk-data to make this an error)."
+)
+
+
+class NLTKDataMissing(MissingDataError):
+    """The real NLTK data is required (:func:`require_real_data`) but not installed."""
 
 # ---------------------------------------------------------------------------------------------------------
 # NLTK data discovery
@@ -132,8 +153,10 @@ def _nltk_modules() -> tuple[Any, Any]:
     return punkt, destructive
 
 
-# Our own small abbreviation list for the offline Punkt path (lower case, without the final period).
-_OFFLINE_ABBREVS = {
+# Our own small abbreviation list for the offline Punkt path (lower case, without the final period). Single letters
+# (except the words "a" and "i") are in it because a lone letter before a period is nearly always an initial
+# ("J. Smith") or an abbreviation, which Punkt's trained English model also treats as no sentence break.
+_OFFLINE_ABBREVS = set("bcdefghjklmnopqrstuvwxyz") | {
     "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "vs", "etc", "e.g", "i.e", "cf", "al", "inc",
     "ltd", "corp", "dept", "univ", "fig", "figs", "eq", "vol", "vols", "pp", "approx", "capt", "sgt", "lt",
     "gov", "sen", "u.s", "u.k", "u.n", "a.m", "p.m", "jan", "feb", "apr", "jun", "jul", "aug", "sep",
@@ -146,6 +169,7 @@ class _State:
 
     def __init__(self) -> None:
         self.mode: str | None = None  # "real" | "offline"
+        self.mode_auto = True  # decided from the search path (not forced by reset(mode=...), as tests do)
         self.punkt_dir: Path | None = None
         self.sent_tok: Any = None
         self.word_tok: Any = None
@@ -153,9 +177,32 @@ class _State:
         self.stop_source = ""
         self.tagger: dict | None = None
         self.tagger_source = ""
+        self.warned = False
 
 
 _S = _State()
+_REQUIRE = {"real": os.environ.get("GENLAB_REQUIRE_NLTK_DATA", "") not in ("", "0")}
+
+
+def require_real_data(on: bool = True) -> None:
+    """Make the offline fallback an error (:class:`NLTKDataMissing`) instead of a warning, for pipelines that must
+    reproduce the reference exactly. Also set by ``GENLAB_REQUIRE_NLTK_DATA=1`` and ``--require-nltk-data``."""
+    _REQUIRE["real"] = on
+
+
+def missing_resources() -> list[str]:
+    """The NLTK packages (of :data:`RESOURCES`) not found on NLTK's search path."""
+    return [name for name, rel in RESOURCES.items() if _find_resource(rel) is None]
+
+
+def _offline_used(what: str) -> None:
+    """Called when an offline rule is about to decide a verdict: one warning line per process, or an error."""
+    if _REQUIRE["real"]:
+        raise NLTKDataMissing(f"{what} needs the NLTK data ({', '.join(missing_resources()) or 'punkt_tab'}); "
+                              "install it with `genlab ifbench setup`")
+    if not _S.warned and _S.mode_auto:
+        _S.warned = True
+        print(OFFLINE_WARNING, file=sys.stderr)
 
 
 def reset(mode: str | None = None) -> None:
@@ -163,6 +210,7 @@ def reset(mode: str | None = None) -> None:
     global _S
     _S = _State()
     _S.mode = mode
+    _S.mode_auto = mode is None
     clear_caches()
 
 
@@ -204,6 +252,7 @@ def _load_params(punkt: Any) -> Any:
             octx[a] = int(b)
         params.ortho_context = octx
     else:
+        _offline_used("sentence splitting")
         params.abbrev_types = set(_OFFLINE_ABBREVS)
     return params
 
@@ -381,6 +430,7 @@ def stopwords() -> frozenset[str]:
     if _S.stop is None:
         p = _find_resource("corpora/stopwords/english") if data_mode() == "real" else None
         if p is None:
+            _offline_used("the stop-word list")
             p = _PKG_DATA / "stopwords_english.txt"
             _S.stop_source = "package"
         else:
@@ -615,9 +665,111 @@ def first_token_is_verb(tokens: list[str]) -> tuple[bool, str]:
         return "VB" in tag, f"tagged {tag}"
     if not tokens:
         return False, "no tokens"
+    _offline_used("POS tagging (words:start_verb)")
     w = tokens[0].lower()
     ok = w in _OFFLINE_VERBS or (len(w) > 4 and w.endswith(("ing", "ed", "ize", "ise", "ify", "ate")))
     return ok, "offline verb rules"
+
+
+def dist_version(name: str) -> str | None:
+    """The installed version of distribution ``name``, read from its ``*.dist-info`` folder next to the package
+    (cheap: no ``importlib.metadata`` scan of every path entry), else via importlib.metadata; None if absent."""
+    spec = importlib.util.find_spec(name)
+    if spec is not None and spec.origin:
+        parent = Path(spec.origin).resolve().parent.parent
+        for d in parent.glob(f"{name}-*.dist-info"):
+            return d.name[len(name) + 1 : -len(".dist-info")]
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version(name)
+    except (PackageNotFoundError, ValueError):
+        return None
+
+
+def provenance() -> dict[str, Any]:
+    """How text was processed, for ``summary.json`` and the report: the data mode ("real": NLTK's data, verdicts
+    as the reference's; "offline": genlab's fallback rules), which resources were missing, and the versions."""
+    import genlab
+
+    return {
+        "mode": data_mode(),
+        "missing_nltk_data": missing_resources(),
+        "genlab": genlab.__version__,
+        "nltk": dist_version("nltk"),
+        "langdetect": dist_version("langdetect"),
+    }
+
+
+def install_data(source: str | Path, target: str | Path) -> dict[str, str]:
+    """Install the NLTK resources from a local folder or archive (no network): an ``nltk_data`` folder (or its
+    parent), NLTK's package zips (``punkt_tab.zip``, ``stopwords.zip``, ``averaged_perceptron_tagger_eng.zip``)
+    anywhere under the folder, or a ``.zip`` / ``.tar.gz`` of either. Returns {package: where it was installed};
+    raises FileNotFoundError naming what is missing."""
+    import shutil
+    import tempfile
+
+    src, dst = Path(source), Path(target)
+    if not src.exists():
+        raise FileNotFoundError(f"{src}: not found")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = _unpack(src, Path(tmp)) if src.is_file() else src
+        done: dict[str, str] = {}
+        for name, rel in RESOURCES.items():
+            folder = rel.rsplit("/", 1)[0] if name != "averaged_perceptron_tagger_eng" else rel
+            found = _locate(root, rel, name, Path(tmp) / "zips")
+            if found is None:
+                continue
+            out = dst / folder
+            if out.exists():
+                shutil.rmtree(out)
+            shutil.copytree(found, out)
+            done[name] = str(out)
+    missing = [n for n in RESOURCES if n not in done]
+    if missing:
+        raise FileNotFoundError(f"{src}: no {', '.join(missing)} found (expected e.g. {RESOURCES[missing[0]]})")
+    reset()
+    return done
+
+
+def _unpack(archive: Path, into: Path) -> Path:
+    import tarfile
+    import zipfile
+
+    out = into / "unpacked"
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as z:
+            for n in z.namelist():  # refuse absolute paths and .. (an archive must not write outside `out`)
+                if n.startswith("/") or ".." in Path(n).parts:
+                    raise ValueError(f"{archive}: unsafe path {n!r} in the archive")
+            z.extractall(out)
+    elif tarfile.is_tarfile(archive):
+        with tarfile.open(archive) as t:
+            t.extractall(out, filter="data")
+    else:
+        raise ValueError(f"{archive}: not a folder, .zip or .tar archive")
+    return out
+
+
+def _locate(root: Path, rel: str, name: str, scratch: Path) -> Path | None:
+    """The folder of package ``name`` under ``root``: at ``rel``'s package folder below some ``nltk_data``-like
+    folder, or inside a ``name.zip`` (as NLTK's downloader stores it)."""
+    pkg_folder = rel if name == "averaged_perceptron_tagger_eng" else rel.rsplit("/", 1)[0]
+    for cand in [root, *(p for p in root.rglob("*") if p.is_dir())]:
+        if (cand / rel).exists():
+            return cand / pkg_folder
+    for z in root.rglob(f"{name}.zip"):
+        import zipfile
+
+        with zipfile.ZipFile(z) as zf:
+            target = scratch / name
+            for n in zf.namelist():
+                if n.startswith("/") or ".." in Path(n).parts:
+                    raise ValueError(f"{z}: unsafe path {n!r} in the archive")
+            zf.extractall(target)
+        if (target / name).is_dir():
+            return target / name
+    return None
 
 
 def backend_info() -> dict[str, Any]:
@@ -625,6 +777,7 @@ def backend_info() -> dict[str, Any]:
     stopwords()
     return {
         "mode": data_mode(),
+        "missing": missing_resources(),
         "punkt": str(_S.punkt_dir) if _S.punkt_dir else "offline abbreviation list",
         "stopwords": _S.stop_source,
         "tagger": (_S.tagger_source or str(_find_resource("taggers/averaged_perceptron_tagger_eng") or ""))

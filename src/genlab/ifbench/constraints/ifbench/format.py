@@ -105,13 +105,14 @@ def _newline(t, kw, fixed):
 def _emoji_chars() -> frozenset[str]:
     """Single code points that ``emoji.is_emoji`` accepts (the checker only asks about single characters).
     Importing ``emoji`` builds large tables (~0.1 s), so the set is cached per installed emoji version."""
-    from importlib.metadata import version
-
     from genlab.ifbench.langid import cache_dir
+    from genlab.ifbench.nlp import dist_version
 
-    path = cache_dir() / f"emoji-{version('emoji')}-single.json"
+    path = cache_dir() / f"emoji-{dist_version('emoji')}-single.json"
     try:
-        return frozenset(json.loads(path.read_text(encoding="utf-8")))
+        cached = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(cached, list) and all(isinstance(c, str) for c in cached):
+            return frozenset(cached)
     except (OSError, ValueError):
         pass
     import emoji

@@ -7,6 +7,7 @@ Each unit is a checker ``f(text, kwargs, fixed) -> (ok, reason)`` made a :class:
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import string
@@ -134,26 +135,26 @@ def _repeats(t, kw, fixed):
 
 @functools.cache
 def _syllable_dict() -> dict[str, int]:
-    """syllapy's word list (importing syllapy parses a 140k-row CSV, ~0.1 s); cached per installed version."""
-    import pickle
-    from importlib.metadata import version
-
+    """syllapy's word list (importing syllapy parses a 140k-row CSV, ~0.1 s); cached per installed version as
+    JSON (a data format: loading it cannot run code, unlike a pickle). A cache file that is not a JSON object of
+    word -> int is ignored and rebuilt."""
     from genlab.ifbench.langid import cache_dir
+    from genlab.ifbench.nlp import dist_version
 
-    path = cache_dir() / f"syllapy-{version('syllapy')}.pickle"
+    path = cache_dir() / f"syllapy-{dist_version('syllapy')}.json"
     try:
-        with open(path, "rb") as f:
-            return pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError):
+        d = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(d, dict) and all(type(v) is int for v in d.values()):
+            return d
+    except (OSError, ValueError):
         pass
     import syllapy
 
-    d = dict(syllapy.WORD_DICT)
+    d = {str(k): int(v) for k, v in syllapy.WORD_DICT.items()}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        with open(tmp, "wb") as f:
-            pickle.dump(d, f, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp.write_text(json.dumps(d, separators=(",", ":")), encoding="utf-8")
         os.replace(tmp, path)
     except OSError:
         pass
