@@ -133,4 +133,5 @@ def add_train_command(app: typer.Typer) -> None:
         bases = load_base_prompts(base) if base else None
         rows = make_train(bases, n, max_constraints=max_constraints, min_constraints=min_constraints, seed=seed)
         paths = write_train(rows, out)
-        typer.echo(f"wrote {len(rows)} prompts: {paths['open_instruct']} (open-instruct), {paths['ifeval']} (IFEval)")
+        typer.echo(f"wrote {len(rows)} prompts: {paths['open_instruct']} (open-instruct), {paths['ifeval']} (IFEval), "
+                   f"{paths['trl']} (TRL prompt + ground_truth)")
