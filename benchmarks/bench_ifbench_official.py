@@ -85,7 +85,11 @@ def load_official(folder: Path):
         pass
     sys.path.insert(0, str(folder))
     import evaluation_lib
-    import instructions_registry
+
+    try:  # flat layout of the older commits
+        import instructions_registry
+    except ImportError:  # HEAD (db69a6f): the ifbench package, whose registry also holds the 25 IFEval ids
+        from ifbench import instructions_registry
 
     raised: collections.Counter = collections.Counter()
     wrapped = set()
@@ -706,6 +710,36 @@ def official_tests_agreement(folder: Path, reg: dict, semantics: str, examples_m
             "disagreements_per_id": dict(sorted(per_id.items())), "examples": dis[:examples_max]}
 
 
+def paired_timing(evaluation_lib, files: dict[str, Path], reps: int) -> dict:
+    """Warm strict+loose CPU time of the official evaluator and of genlab on each prompt file with the synthetic
+    responses, run back to back (official, genlab, official, genlab, ...) after one warm-up of each; the ratio of
+    each back-to-back pair is the figure to read on a machine whose speed drifts. Median and range of the ratios."""
+    import statistics
+
+    out = {}
+    tmp = Path(tempfile.mkdtemp())
+    for name, pf in files.items():
+        rows = [json.loads(x) for x in pf.read_text(encoding="utf-8").splitlines() if x.strip()]
+        resp_rows = synth_responses(rows)
+        rf = tmp / f"{name}_responses.jsonl"
+        rf.write_text("".join(json.dumps(r) + "\n" for r in resp_rows), encoding="utf-8")
+        resp = {r["prompt"]: r["response"] for r in resp_rows}
+        official_run(evaluation_lib, pf, rf)
+        genlab_run(pf, resp, "reference")
+        oc, gc = [], []
+        for _ in range(reps):
+            oc.append(official_run(evaluation_lib, pf, rf)[3])
+            gc.append(genlab_run(pf, resp, "reference")[2])
+        ratios = [o / g for o, g in zip(oc, gc)]
+        out[name] = {"prompts": len(rows), "official_cpu_s_median": round(statistics.median(oc), 4),
+                     "genlab_cpu_s_median": round(statistics.median(gc), 4),
+                     "ratio_median": round(statistics.median(ratios), 1),
+                     "ratio_range": [round(min(ratios), 1), round(max(ratios), 1)], "reps": reps,
+                     "load_avg": [round(x, 2) for x in os.getloadavg()]}
+        print(f"timing {name}: {json.dumps(out[name])}", file=sys.stderr)
+    return out
+
+
 def time_both(evaluation_lib, prompt_file: Path, resp_file: Path, resp: dict, semantics: str, reps: int) -> dict:
     official_run(evaluation_lib, prompt_file, resp_file)  # warm-up
     genlab_run(prompt_file, resp, semantics)
@@ -750,10 +784,16 @@ def main() -> None:
                     help="synthetic, hard, tests (the official instructions_test.py in --official, if present)")
     ap.add_argument("--examples", type=int, default=20, help="disagreement examples to keep per set")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--timing", action="store_true",
+                    help="only the paired warm timing on IFBench-300 and IFEval-541 (the HEAD registry has both)")
     a = ap.parse_args()
     if not a.prompts.exists():
         sys.exit(f"{a.prompts} not found: the benchmark needs the official IFBench test file")
     evaluation_lib, reg, raised = load_official(a.official.resolve())
+    if a.timing:
+        print(f"python {sys.version.split()[0]}, nltk {_version('nltk')}, load avg {os.getloadavg()[0]:.2f}")
+        print(json.dumps(paired_timing(evaluation_lib, FILES, a.reps), indent=1))
+        return
     rows = [json.loads(x) for x in a.prompts.read_text(encoding="utf-8").splitlines() if x.strip()]
     missing = sorted({c for r in rows for c in r["instruction_id_list"]} - set(reg))
     if missing:

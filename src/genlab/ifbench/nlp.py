@@ -154,9 +154,9 @@ def _nltk_modules() -> tuple[Any, Any]:
 
 
 # Our own small abbreviation list for the offline Punkt path (lower case, without the final period). Single letters
-# (except the words "a" and "i") are in it because a lone letter before a period is nearly always an initial
-# ("J. Smith") or an abbreviation, which Punkt's trained English model also treats as no sentence break.
-_OFFLINE_ABBREVS = set("bcdefghjklmnopqrstuvwxyz") | {
+# are not in it: Punkt handles "J. Smith" as an initial by itself, and listing letters as abbreviations makes
+# "B. C?" one sentence where the trained model splits it (measured; see _offline_ortho_context).
+_OFFLINE_ABBREVS = {
     "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "vs", "etc", "e.g", "i.e", "cf", "al", "inc",
     "ltd", "corp", "dept", "univ", "fig", "figs", "eq", "vol", "vols", "pp", "approx", "capt", "sgt", "lt",
     "gov", "sen", "u.s", "u.k", "u.n", "a.m", "p.m", "jan", "feb", "apr", "jun", "jul", "aug", "sep",
@@ -254,7 +254,24 @@ def _load_params(punkt: Any) -> Any:
     else:
         _offline_used("sentence splitting")
         params.abbrev_types = set(_OFFLINE_ABBREVS)
+        params.ortho_context = _offline_ortho_context(punkt)
     return params
+
+
+def _offline_ortho_context(punkt: Any) -> defaultdict[str, int]:
+    """A stand-in for Punkt's orthographic statistics (how often a word was seen lowercase inside a sentence):
+    the English stop words and the single letters, marked as seen lowercase mid-sentence. Without any statistics
+    Punkt reads every "X. Word" after an initial or an abbreviation as no sentence break; with this, a capitalised
+    common word there ("A. The ...", "B. Why ...") starts a sentence, as the trained model decides. Lowercase
+    continuations are unaffected (their rule needs no statistics). Our own rule; its measured effect is in
+    docs/ifbench.md."""
+    flag = getattr(punkt, "_ORTHO_MID_LC", 1 << 5)
+    octx: defaultdict[str, int] = defaultdict(int)
+    words = (_PKG_DATA / "stopwords_english.txt").read_text(encoding="utf-8").split()
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    for w in [*words, *letters, *(c + "." for c in letters)]:  # an abbreviation keeps its period in its type
+        octx[w] |= flag
+    return octx
 
 
 def _plain(rx: Any, flags: int = 0) -> re.Pattern:
