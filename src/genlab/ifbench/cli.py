@@ -234,6 +234,11 @@ def _setup(a: argparse.Namespace) -> int:
             ok = nltk.download(pkg, download_dir=str(target), quiet=True)
             print(f"{pkg}: {'ok' if ok else 'FAILED (offline? use --from FOLDER_OR_ARCHIVE)'} -> {target}")
         nlp.reset()
+    if not a.show:
+        from genlab.ifbench.cache import prebuild
+
+        for name, path in prebuild().items():  # so that the first evaluation does not build them
+            print(f"cache {name}: {path}")
     print(json.dumps(nlp.backend_info(), indent=1))
     return 0
 

@@ -94,18 +94,29 @@ def _build_sqlite(path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _sqlite_source() -> tuple[list[str], Callable[[list[str]], dict[str, Any]]]:
-    """langlist and a fetcher from an SQLite copy of langdetect's profiles (built once, ~45 MB): loading the 55
-    JSON profiles costs ~0.4 s per process, the copy answers only the n-grams a text contains."""
+def profiles_cache_path() -> Path:
+    """Where the SQLite copy of the installed langdetect's profiles lives (keyed by the profile files' sizes)."""
     import langdetect
-    import numpy as np
 
     prof = Path(langdetect.__file__).parent / "profiles"
     names = sorted(os.listdir(prof))
     sig = hashlib.sha1(json.dumps([names, [(prof / n).stat().st_size for n in names]]).encode()).hexdigest()[:12]
-    path = cache_dir() / f"langdetect-{sig}.sqlite"
+    return cache_dir() / f"langdetect-{sig}.sqlite"
+
+
+def _sqlite_source() -> tuple[list[str], Callable[[list[str]], dict[str, Any]]]:
+    """langlist and a fetcher from an SQLite copy of langdetect's profiles (~45 MB, built once by a background
+    process: :mod:`genlab.ifbench.cache`): loading the 55 JSON profiles costs ~0.4 s per process, the copy answers
+    only the n-grams a text contains. Raises if the copy is not there yet (the caller then uses the profiles)."""
+    import numpy as np
+
+    path = profiles_cache_path()
     if not path.exists():
-        _build_sqlite(path)
+        from genlab.ifbench.cache import build_in_background
+
+        build_in_background("langdetect", path)  # off the critical path; this run reads the profiles in memory
+        if not path.exists():
+            raise FileNotFoundError(path)
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     langlist = json.loads(con.execute("SELECT v FROM meta WHERE k='langlist'").fetchone()[0])
     con.close()
@@ -133,7 +144,7 @@ class _Profiles:
 
         try:
             self.langlist, self._fetch = _sqlite_source()
-        except Exception:  # read-only home, broken cache, ...: langdetect's in-memory profiles
+        except Exception:  # not built yet, read-only home, broken cache, ...: langdetect's in-memory profiles
             fac = _factory()
             self.langlist = list(fac.langlist)
             self._fetch = lambda grams: {g: fac.word_lang_prob_map[g] for g in grams if g in fac.word_lang_prob_map}

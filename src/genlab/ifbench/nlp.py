@@ -525,34 +525,50 @@ _START = ("-START-", "-START2-")
 _END = ("-END-", "-END2-")
 
 
-def _tagger_weights(path: Path) -> Any:
-    """The tagger's feature -> {label: weight} table. The JSON file is 5.6 MB (~0.2 s to parse) and a check
-    needs at most 14 features, so it is copied once into an SQLite file in the genlab cache and read lazily;
-    falls back to parsing the JSON when the cache is not writable."""
+def _tagger_db(path: Path) -> Path:
     import hashlib
-    import sqlite3
 
     from genlab.ifbench.langid import cache_dir
 
     st = path.stat()
     sig = hashlib.sha1(f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
-    db = cache_dir() / f"tagger-{sig}.sqlite"
+    return cache_dir() / f"tagger-{sig}.sqlite"
+
+
+def _build_tagger_db(path: Path, db: Path) -> None:
+    """Copy the tagger's weights JSON into an SQLite table (feature -> JSON of {label: weight}), atomically."""
+    import sqlite3
+
+    with open(path, encoding="utf-8") as f:
+        weights = json.load(f)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    tmp = db.with_suffix(f".tmp{os.getpid()}")
+    con = sqlite3.connect(tmp)
+    con.execute("CREATE TABLE w (f TEXT PRIMARY KEY, v TEXT)")
+    con.executemany("INSERT INTO w VALUES (?, ?)", ((k, json.dumps(v)) for k, v in weights.items()))
+    con.commit()
+    con.close()
+    os.replace(tmp, db)
+
+
+def _tagger_weights(path: Path) -> Any:
+    """The tagger's feature -> {label: weight} table. The JSON file is 5.6 MB (~0.2 s to parse) and a check
+    needs at most 14 features, so it is copied once into an SQLite file in the genlab cache (by a background
+    process, :mod:`genlab.ifbench.cache`) and read lazily; until then, and when the cache cannot be written, the
+    JSON is parsed."""
     try:
-        if not db.exists():
-            with open(path, encoding="utf-8") as f:
-                weights = json.load(f)
-            db.parent.mkdir(parents=True, exist_ok=True)
-            tmp = db.with_suffix(f".tmp{os.getpid()}")
-            con = sqlite3.connect(tmp)
-            con.execute("CREATE TABLE w (f TEXT PRIMARY KEY, v TEXT)")
-            con.executemany("INSERT INTO w VALUES (?, ?)", ((k, json.dumps(v)) for k, v in weights.items()))
-            con.commit()
-            con.close()
-            os.replace(tmp, db)
-        return _LazyWeights(db)
-    except Exception:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        db = _tagger_db(path)
+        if db.exists():
+            return _LazyWeights(db)
+        from genlab.ifbench.cache import build_in_background
+
+        build_in_background("tagger", db, str(path))
+        if db.exists():  # built inline (GENLAB_CACHE_BUILD=inline)
+            return _LazyWeights(db)
+    except OSError:
+        pass
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 class _LazyWeights:
