@@ -364,25 +364,26 @@ def _punkt_sentences(tok: Any, text: str) -> list[str]:
     last_break = 0
     prev: Any = None  # the previous candidate, and the start and end of the word before it
     prev_start = prev_end = 0
-
-    def decide(m: Any, start: int, end: int) -> None:
-        nonlocal last_break
-        if is_break(text[start:end] + m.group() + m.group("after_tok")):
-            spans.append((last_break, m.end()))
-            last_break = m.start("next_tok") if m.group("next_tok") else m.end()
-
+    # (the decision for a candidate is written out twice below rather than called: this loop is the hot path)
     for m in tok._lang_vars.period_context_re().finditer(text):
         # the word before the candidate starts after the last whitespace since the previous word ended; Punkt
         # reads "no whitespace" and "whitespace right at that end" alike, and then keeps the previous word's start
-        i = m.start() - 1
+        m_start = m.start()
+        i = m_start - 1
         while i >= prev_end and text[i] not in spaces:
             i -= 1
         start = i + 1 if i > prev_end else prev_start
         if prev is not None and prev_end <= start:
-            decide(prev, prev_start, prev_end)
-        prev, prev_start, prev_end = m, start, m.start()
+            cand, after, nxt = prev.group(0, "after_tok", "next_tok")
+            if is_break(text[prev_start:prev_end] + cand + after):
+                spans.append((last_break, prev.end()))
+                last_break = prev.start("next_tok") if nxt else prev.end()
+        prev, prev_start, prev_end = m, start, m_start
     if prev is not None:
-        decide(prev, prev_start, prev_end)
+        cand, after, nxt = prev.group(0, "after_tok", "next_tok")
+        if is_break(text[prev_start:prev_end] + cand + after):
+            spans.append((last_break, prev.end()))
+            last_break = prev.start("next_tok") if nxt else prev.end()
     spans.append((last_break, len(text.rstrip())))
 
     realign_rx = tok._lang_vars.re_boundary_realignment
@@ -704,6 +705,7 @@ def first_token_is_verb(tokens: list[str]) -> tuple[bool, str]:
     return ok, "offline verb rules"
 
 
+@functools.cache
 def dist_version(name: str) -> str | None:
     """The installed version of distribution ``name``, read from its ``*.dist-info`` folder next to the package
     (cheap: no ``importlib.metadata`` scan of every path entry), else via importlib.metadata; None if absent."""
