@@ -1,6 +1,19 @@
 """Verdict parity and speed of genlab.ifbench against the official allenai/IFBench checkers.
 
     NLTK_DATA=../shared/nltk_data python benchmarks/bench_ifbench_official.py --official DIR [--reps 3] [--out F]
+    NLTK_DATA=../shared/nltk_data python benchmarks/bench_ifbench_official.py --official DIR --timing --reps 7
+
+How the official folder was made (2026-12-03): the stored snapshot of allenai/IFBench (HEAD db69a6f, brought onto
+the machine with the search tool's ``fetch github:allenai/IFBench``) was exported with ``git archive HEAD
+evaluation_lib.py run_eval.py instructions_test.py ifbench | tar -x -C /tmp/ifb-official``; NLTK 3.9.2 and
+``immutabledict`` (which the official code imports) were installed with ``pip install --target /tmp/nltk392
+--no-deps nltk==3.9.2 immutabledict`` and put first on ``PYTHONPATH`` (for NLTK 3.10.4, only ``immutabledict``).
+Nothing of it is committed here.
+
+``--timing`` only times: warm strict+loose CPU time of the official ``evaluation_lib`` loop and of genlab on the
+IFBench-300 and IFEval-541 files with the synthetic responses, official and genlab alternating, and prints the
+median and range of the ratio of each back-to-back pair (the HEAD registry also holds the 25 IFEval ids, so the
+same official evaluator scores both files).
 
 ``DIR`` holds a local, unmodified copy of the official evaluator, importable as top-level modules:
 ``evaluation_lib.py`` (which imports ``instructions_registry``), ``instructions_registry.py`` (mapping the 58 ids to

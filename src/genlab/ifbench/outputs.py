@@ -27,7 +27,10 @@ def _finite(x: Any) -> Any:
 
 def dumps(obj: Any, **kw: Any) -> str:
     """``json.dumps`` that never writes NaN / Infinity (they become null)."""
-    return json.dumps(_finite(obj), allow_nan=False, default=str, **kw)
+    try:
+        return json.dumps(obj, allow_nan=False, default=str, **kw)
+    except ValueError:  # a non-finite float somewhere: replace it (rare, so not paid on every row)
+        return json.dumps(_finite(obj), allow_nan=False, default=str, **kw)
 
 
 def _reference_row(p: PromptResult, mode: str) -> dict[str, Any]:
