@@ -1,6 +1,19 @@
 """Verdict parity and speed of genlab.ifbench against the official allenai/IFBench checkers.
 
     NLTK_DATA=../shared/nltk_data python benchmarks/bench_ifbench_official.py --official DIR [--reps 3] [--out F]
+    NLTK_DATA=../shared/nltk_data python benchmarks/bench_ifbench_official.py --official DIR --timing --reps 7
+
+How the official folder was made (2026-12-03): the stored snapshot of allenai/IFBench (HEAD db69a6f, brought onto
+the machine with the search tool's ``fetch github:allenai/IFBench``) was exported with ``git archive HEAD
+evaluation_lib.py run_eval.py instructions_test.py ifbench | tar -x -C /tmp/ifb-official``; NLTK 3.9.2 and
+``immutabledict`` (which the official code imports) were installed with ``pip install --target /tmp/nltk392
+--no-deps nltk==3.9.2 immutabledict`` and put first on ``PYTHONPATH`` (for NLTK 3.10.4, only ``immutabledict``).
+Nothing of it is committed here.
+
+``--timing`` only times: warm strict+loose CPU time of the official ``evaluation_lib`` loop and of genlab on the
+IFBench-300 and IFEval-541 files with the synthetic responses, official and genlab alternating, and prints the
+median and range of the ratio of each back-to-back pair (the HEAD registry also holds the 25 IFEval ids, so the
+same official evaluator scores both files).
 
 ``DIR`` holds a local, unmodified copy of the official evaluator, importable as top-level modules:
 ``evaluation_lib.py`` (which imports ``instructions_registry``), ``instructions_registry.py`` (mapping the 58 ids to
@@ -85,7 +98,11 @@ def load_official(folder: Path):
         pass
     sys.path.insert(0, str(folder))
     import evaluation_lib
-    import instructions_registry
+
+    try:  # flat layout of the older commits
+        import instructions_registry
+    except ImportError:  # HEAD (db69a6f): the ifbench package, whose registry also holds the 25 IFEval ids
+        from ifbench import instructions_registry
 
     raised: collections.Counter = collections.Counter()
     wrapped = set()
@@ -686,6 +703,10 @@ def official_tests_agreement(folder: Path, reg: dict, semantics: str, examples_m
         setattr(shim, cls.__name__, Recording)
     saved = sys.modules.get("instructions")
     sys.modules["instructions"] = shim
+    pkg = sys.modules.get("ifbench")  # HEAD: the test does `from ifbench import classic_instructions, instructions`
+    pkg_saved = {n: getattr(pkg, n, None) for n in ("instructions", "classic_instructions")} if pkg else {}
+    for n in pkg_saved:
+        setattr(pkg, n, shim)
     try:
         spec = importlib.util.spec_from_file_location("official_instructions_test", path)
         mod = importlib.util.module_from_spec(spec)
@@ -698,12 +719,44 @@ def official_tests_agreement(folder: Path, reg: dict, semantics: str, examples_m
             sys.modules["instructions"] = saved
         else:
             sys.modules.pop("instructions", None)
+        for n, m in pkg_saved.items():
+            setattr(pkg, n, m)
     dis = [c for c in calls if c["official"] != c["genlab"]]
     per_id = collections.Counter(c["id"] for c in dis)
     return {"tests_run": result.testsRun, "test_failures": len(result.failures), "test_errors": len(result.errors),
             "failed_tests": sorted(str(t[0]).split(" ")[0] for t in result.failures + result.errors),
             "checks": len(calls), "disagreements": len(dis), "agreement": round(1 - len(dis) / max(1, len(calls)), 5),
             "disagreements_per_id": dict(sorted(per_id.items())), "examples": dis[:examples_max]}
+
+
+def paired_timing(evaluation_lib, files: dict[str, Path], reps: int) -> dict:
+    """Warm strict+loose CPU time of the official evaluator and of genlab on each prompt file with the synthetic
+    responses, run back to back (official, genlab, official, genlab, ...) after one warm-up of each; the ratio of
+    each back-to-back pair is the figure to read on a machine whose speed drifts. Median and range of the ratios."""
+    import statistics
+
+    out = {}
+    tmp = Path(tempfile.mkdtemp())
+    for name, pf in files.items():
+        rows = [json.loads(x) for x in pf.read_text(encoding="utf-8").splitlines() if x.strip()]
+        resp_rows = synth_responses(rows)
+        rf = tmp / f"{name}_responses.jsonl"
+        rf.write_text("".join(json.dumps(r) + "\n" for r in resp_rows), encoding="utf-8")
+        resp = {r["prompt"]: r["response"] for r in resp_rows}
+        official_run(evaluation_lib, pf, rf)
+        genlab_run(pf, resp, "reference")
+        oc, gc = [], []
+        for _ in range(reps):
+            oc.append(official_run(evaluation_lib, pf, rf)[3])
+            gc.append(genlab_run(pf, resp, "reference")[2])
+        ratios = [o / g for o, g in zip(oc, gc)]
+        out[name] = {"prompts": len(rows), "official_cpu_s_median": round(statistics.median(oc), 4),
+                     "genlab_cpu_s_median": round(statistics.median(gc), 4),
+                     "ratio_median": round(statistics.median(ratios), 1),
+                     "ratio_range": [round(min(ratios), 1), round(max(ratios), 1)], "reps": reps,
+                     "load_avg": [round(x, 2) for x in os.getloadavg()]}
+        print(f"timing {name}: {json.dumps(out[name])}", file=sys.stderr)
+    return out
 
 
 def time_both(evaluation_lib, prompt_file: Path, resp_file: Path, resp: dict, semantics: str, reps: int) -> dict:
@@ -750,10 +803,16 @@ def main() -> None:
                     help="synthetic, hard, tests (the official instructions_test.py in --official, if present)")
     ap.add_argument("--examples", type=int, default=20, help="disagreement examples to keep per set")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--timing", action="store_true",
+                    help="only the paired warm timing on IFBench-300 and IFEval-541 (the HEAD registry has both)")
     a = ap.parse_args()
     if not a.prompts.exists():
         sys.exit(f"{a.prompts} not found: the benchmark needs the official IFBench test file")
     evaluation_lib, reg, raised = load_official(a.official.resolve())
+    if a.timing:
+        print(f"python {sys.version.split()[0]}, nltk {_version('nltk')}, load avg {os.getloadavg()[0]:.2f}")
+        print(json.dumps(paired_timing(evaluation_lib, FILES, a.reps), indent=1))
+        return
     rows = [json.loads(x) for x in a.prompts.read_text(encoding="utf-8").splitlines() if x.strip()]
     missing = sorted({c for r in rows for c in r["instruction_id_list"]} - set(reg))
     if missing:

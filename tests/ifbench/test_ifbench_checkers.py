@@ -171,8 +171,8 @@ def test_person_names_equal_one_word_boundary_search_per_name():
     """count:person_names matches names as whole \\w+ runs; the reference searches \\bname\\b once per name."""
     import re
 
-    from genlab.ifbench._words import PERSON_NAMES
-    from genlab.ifbench.checks_ifbench import _NAME_SET
+    from genlab.ifbench.constraints.ifbench.count import _NAME_SET
+    from genlab.ifbench.constraints.wordlists import PERSON_NAMES
 
     rng = random.Random(3)
     pieces = [*PERSON_NAMES[:12], "Leo's", "Leo_x", "Leo2", "2Leo", "LeoLeo", "Leoé", "éLeo", "-Leo-", "(Mia)",
@@ -230,7 +230,7 @@ def test_examples_hold_offline_except_documented():
 
 def test_cached_emoji_set_equals_emoji_package():
     emoji = pytest.importorskip("emoji")
-    from genlab.ifbench.checks_ifbench import _is_emoji
+    from genlab.ifbench.constraints.ifbench.format import _is_emoji
 
     rng = random.Random(0)
     sample = [k for k in emoji.EMOJI_DATA if len(k) == 1] + [chr(rng.randrange(0x110000)) for _ in range(20000)]
@@ -240,7 +240,7 @@ def test_cached_emoji_set_equals_emoji_package():
 
 def test_cached_syllable_counts_equal_syllapy():
     syllapy = pytest.importorskip("syllapy")
-    from genlab.ifbench.checks_ifbench import _syllables
+    from genlab.ifbench.constraints.ifbench.words import _syllables
 
     rng = random.Random(0)
     words = list(syllapy.WORD_DICT)[::97]

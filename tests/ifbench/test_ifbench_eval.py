@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from genlab.ifbench import evaluate, load_prompts, load_responses, loose_variants, strip_thinking
 from genlab.ifbench.cli import app
 from genlab.ifbench.data import DataError, PromptItem, parse_ground_truth
-from genlab.ifbench.evaluator import compare, write_outputs
+from genlab.ifbench.evaluator import compare
+from genlab.ifbench.outputs import write_outputs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ifbench_testutil import (
@@ -80,13 +81,13 @@ def test_load_errors_name_file_line_and_key(tmp_path):
     with pytest.raises(DataError, match=r"bad.jsonl:2: invalid JSON"):
         load_prompts(bad)
     _write(bad, [{**PROMPTS[0], "instruction_id_list": ["nope:id"]}])
-    with pytest.raises(DataError, match=r"bad.jsonl:1: key 'instruction_id_list\[0\]': unknown instruction id"):
+    with pytest.raises(DataError, match=r"bad.jsonl:1: field 'instruction_id_list\[0\]': unknown instruction id"):
         load_prompts(bad)
     _write(bad, [{**PROMPTS[1], "kwargs": [{"N": "x"}, {}]}])
-    with pytest.raises(DataError, match=r"bad.jsonl:1: key 'kwargs\[0\]'.*integer"):
+    with pytest.raises(DataError, match=r"bad.jsonl:1: field 'kwargs\[0\]'.*integer"):
         load_prompts(bad)
     _write(bad, [{"prompt": "p", "response": 3}])
-    with pytest.raises(DataError, match=r"bad.jsonl:1: key 'response'"):
+    with pytest.raises(DataError, match=r"bad.jsonl:1: field 'response'"):
         load_responses(bad)
 
 

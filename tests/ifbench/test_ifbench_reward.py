@@ -10,23 +10,25 @@ GT = "[{'instruction_id': ['punctuation:no_comma', 'keywords:existence'], 'kwarg
 
 
 def test_open_instruct_format_partial_credit_and_scale():
-    assert ifeval_reward("The river is wide.", GT) == 10.0
+    assert ifeval_reward("The river is wide.", GT) == 1.0  # one default scale (1) for ifeval_reward and IFReward
+    assert IFReward().options["scale"] == 1.0
+    assert ifeval_reward("The river is wide.", GT, scale=10) == 10.0  # open-instruct's verification_reward
     assert ifeval_reward("The lake, wide.", GT) == 0.0
-    assert ifeval_reward("The river, wide.", GT) == 5.0  # one of two: mean over constraints
+    assert ifeval_reward("The river, wide.", GT, scale=10) == 5.0  # one of two: mean over constraints
     assert ifeval_reward("The river, wide.", GT, partial=False) == 0.0
     assert ifeval_reward("The river, wide.", GT, scale=1.0) == 0.5
     as_dict = {"instruction_id": ["punctuation:no_comma"], "kwargs": [None]}
     assert ifeval_reward("no commas here", as_dict, scale=1) == 1.0
-    assert ifeval_reward("no commas here", '[{"instruction_id": ["punctuation:no_comma"], "kwargs": [null]}]') == 10
+    assert ifeval_reward("no commas here", '[{"instruction_id": ["punctuation:no_comma"], "kwargs": [null]}]') == 1
 
 
 def test_thinking_and_empty_answers():
-    assert ifeval_reward("<think>a, b, c</think>The river is wide.", GT) == 10.0
+    assert ifeval_reward("<think>a, b, c</think>The river is wide.", GT) == 1.0
     assert ifeval_reward("<think>still thinking, river", GT) == 0.0  # never finished: no answer
     assert ifeval_reward("   ", GT) == 0.0
-    assert ifeval_reward("<|assistant|><answer>The river</answer>", GT) == 10.0
+    assert ifeval_reward("<|assistant|><answer>The river</answer>", GT) == 1.0
     assert answer_text("<think>x</think>  <answer>y</answer> ") == "y"
-    assert ifeval_reward("<think>a, b</think>The river.", GT, strip_think=False) == 5.0
+    assert ifeval_reward("<think>a, b</think>The river.", GT, strip_think=False) == 0.5
 
 
 def test_reward_equals_the_evaluators_strict_verdicts_on_every_example():
@@ -57,6 +59,6 @@ def test_trl_convention_and_batch_parallelism():
     preds = [f"The river {i}" + ("," if i % 3 == 0 else "") for i in range(60)]
     serial = score_batch(preds, [GT] * 60, workers=1)
     assert score_batch(preds, [GT] * 60, workers=2) == serial
-    assert serial[:3] == [5.0, 10.0, 10.0]
+    assert serial[:3] == [0.5, 1.0, 1.0]
     with pytest.raises(ValueError, match="2 predictions but 1 ground truths"):
         score_batch(["a", "b"], [GT])

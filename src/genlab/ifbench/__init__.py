@@ -13,7 +13,7 @@ Public API (stable; see docs/ifbench.md):
 Importing this package is light (no NLTK, numpy or torch); NLTK's tokenizer modules load on first use.
 """
 
-from genlab.ifbench.registry import (
+from genlab.ifbench.core import (
     FAMILIES,
     SEMANTICS,
     Constraint,
@@ -21,12 +21,8 @@ from genlab.ifbench.registry import (
     Param,
     UnknownInstructionError,
     Verdict,
-    all_constraints,
-    check,
-    conflicts,
-    get,
-    ids,
 )
+from genlab.ifbench.registry import all_constraints, check, conflicts, get, ids
 
 
 def __getattr__(name: str):
@@ -37,12 +33,16 @@ def __getattr__(name: str):
         data = importlib.import_module("genlab.ifbench.data")
 
         return getattr(data, name)
-    if name in {"evaluate", "write_outputs", "compare", "loose_variants", "EvalResult"}:
+    if name in {"evaluate", "compare", "loose_variants", "EvalResult"}:
         import importlib
 
         ev = importlib.import_module("genlab.ifbench.evaluator")
 
         return getattr(ev, name)
+    if name == "write_outputs":
+        from genlab.ifbench.outputs import write_outputs
+
+        return write_outputs
     raise AttributeError(f"module 'genlab.ifbench' has no attribute {name!r}")
 
 

@@ -1,29 +1,39 @@
-"""``genlab ifbench ...``: evaluate responses, list constraints, check one text, fetch NLTK data.
+"""``genlab ifbench ...``: evaluate responses, list constraints, check one text, install NLTK data.
 
-Module-level imports are kept to typer only: ``eval`` must finish in well under a second and never import
-torch (the heavy parts are imported inside the commands).
+The commands are parsed with :mod:`argparse` and import only what they use: ``eval`` must finish in well under
+a second, so it never imports typer, rich, pydantic, torch or scipy, and imports numpy only when a language check
+or a bootstrap needs it. ``python -m genlab.ifbench.cli ...`` runs them directly; :data:`app` (built on first
+access) is the typer group that ``genlab`` registers, which hands its arguments to :func:`main`.
+
+Bad input is one line on stderr and exit code 2, and then nothing is written.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-import typer
+COMMANDS = ("eval", "list", "check", "setup")
+FORMAT_HELP = "auto (from the content) | jsonl | parquet (also Arrow and dataset folders) | lm-eval | inspect"
 
-app = typer.Typer(help="IFEval / IFBench / IFTrain constraint checkers and evaluator.", no_args_is_help=True)
+
+class UsageError(Exception):
+    """Bad input: printed as one line, exit code 2."""
 
 
-def _fmt(x: float) -> str:
-    return f"{100 * x:6.2f}"
+def _fmt(x: float | None) -> str:
+    return "   n/a" if x is None else f"{100 * x:6.2f}"
 
 
 def _print_summary(s: dict, title: str = "") -> None:
     if title:
         print(f"== {title}")
     print(f"prompts {s['n_prompts']}  instructions {s['n_instructions']}  semantics {s['semantics']}  "
-          f"missing responses {len(s['missing_responses'])}  unknown ids skipped {s['skipped_unknown_ids']}")
+          f"text processing {s['text_processing']['mode']}  missing responses {len(s['missing_responses'])}  "
+          f"unknown ids skipped {s['skipped_unknown_ids']}")
     print("              prompt-level   instruction-level")
     for mode in ("strict", "loose"):
         d = s[mode]
@@ -37,153 +47,295 @@ def _print_summary(s: dict, title: str = "") -> None:
         print(f"missing responses for keys: {miss[:10]}{' ...' if len(miss) > 10 else ''}")
 
 
-@app.command("eval")
-def eval_cmd(
-    prompts: Path | None = typer.Option(None, "--prompts", "-p", help="prompt file (IFEval/IFBench JSONL, "  # noqa: B008
-                                        "multi-turn, or open-instruct ground truth); default: the embedded set"),
-    responses: Path | None = typer.Option(None, "--responses", "-r", help="JSONL with prompt + response"),  # noqa: B008
-    out: Path | None = typer.Option(None, "--out", "-o", help="write result files and an HTML report here"),  # noqa: B008
-    semantics: str = typer.Option("reference", help="reference | fixed"),
-    compare_files: tuple[Path, Path] | None = typer.Option(
-        None, "--compare", help="two response files A B scored on the same prompts (paired bootstrap B-A)"),
-    lenient: bool = typer.Option(False, help="skip unknown instruction ids with a warning instead of failing"),
-    thinking: bool = typer.Option(False, help="strip a reasoning model's <think> section before scoring"),
-    workers: int | None = typer.Option(None, help="worker processes (default: 1 below 2000 prompts)"),
-    bootstrap: int = typer.Option(1000, help="bootstrap resamples for the 95% intervals (0: off)"),
-    per_id: bool = typer.Option(False, "--per-id", help="print the per-constraint table"),
-    as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
-) -> None:
-    """Score responses strictly and loosely, as the IFEval/IFBench reference does."""
-    from genlab.ifbench.data import DataError, load_prompts, load_responses
-    from genlab.ifbench.evaluator import compare, evaluate, write_outputs
+# ------------------------------------------------------------------------------------------------ eval
 
-    if semantics not in ("reference", "fixed"):
-        raise typer.BadParameter("--semantics must be 'reference' or 'fixed'")
-    try:
-        if prompts is None and responses is None and compare_files is None:
-            from genlab.ifbench.examples import default_eval_set
 
-            items, resp_sets = default_eval_set()
-            print("No files given: scoring the embedded example set (one prompt per constraint) with its "
-                  "hand-written passing and failing responses.")
-        else:
-            if prompts is None:
-                raise typer.BadParameter("--prompts is required with --responses/--compare")
-            items = load_prompts(prompts, lenient=lenient)
-            if compare_files is not None:
-                resp_sets = {str(p): load_responses(p) for p in compare_files}
-            elif responses is not None:
-                resp_sets = {str(responses): load_responses(responses)}
-            else:
-                raise typer.BadParameter("give --responses R or --compare A B")
-    except DataError as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise typer.Exit(2) from None
+def _load_inputs(a: argparse.Namespace) -> tuple[list, dict[str, dict[str, str]]]:
+    """(prompt items, {label: responses}) from the command line; raises DataError / UsageError."""
+    from genlab.ifbench.data import load_prompts, load_responses
+
+    if a.prompts is None and a.responses is None and a.compare is None:
+        from genlab.ifbench.examples import default_eval_set
+
+        print("No files given: scoring the embedded example set (one prompt per constraint) with its "
+              "hand-written passing and failing responses.")
+        return default_eval_set()
+    if a.responses is not None and a.compare is not None:
+        raise UsageError("give --responses R or --compare A B, not both")
+    if a.responses is None and a.compare is None:
+        raise UsageError("give --responses R or --compare A B")
+    prompt_file = a.prompts
+    if prompt_file is None:  # lm-eval samples and inspect logs carry the prompts with the responses
+        prompt_file = a.responses if a.responses is not None else a.compare[0]
+    items = load_prompts(prompt_file, lenient=a.lenient, fmt=a.format)
+    files = [a.responses] if a.responses is not None else list(a.compare)
+    resp_sets = {}
+    for i, f in enumerate(files):
+        label = str(f)
+        if label in resp_sets:
+            label = f"{f} (#{i + 1})"
+        resp_sets[label] = load_responses(f, fmt=a.format)
+    return items, resp_sets
+
+
+def _output_prefixes(labels: list[str]) -> list[str]:
+    """File-name prefixes for the result files of each response set: none for one set; else the file stem, made
+    unique ("A_", "B_" before the stem) when two files share a name, so that no output overwrites another."""
+    if len(labels) == 1:
+        return [""]
+    stems = [Path(label.split(" (#")[0]).stem for label in labels]
+    if len(set(stems)) == len(stems):
+        return [f"{s}_" for s in stems]
+    return [f"{chr(ord('A') + i)}_{s}_" for i, s in enumerate(stems)]
+
+
+def _eval(a: argparse.Namespace) -> int:
+    from genlab.ifbench import nlp
+
+    if a.bootstrap < 0:
+        raise UsageError(f"--bootstrap must be >= 0, got {a.bootstrap}")
+    if a.workers is not None and a.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {a.workers}")
+    if a.require_nltk_data:
+        missing = nlp.missing_resources()
+        if missing:
+            raise UsageError(f"--require-nltk-data: NLTK data missing: {', '.join(missing)} (searched "
+                             f"{', '.join(str(p) for p in nlp.nltk_search_path()[:4])}, ...); "
+                             "install it with `genlab ifbench setup`")
+        nlp.require_real_data(True)
+    items, resp_sets = _load_inputs(a)
+    from genlab.ifbench.evaluator import compare, evaluate
+
     n_unknown = sum(len(it.unknown) for it in items)
     if n_unknown:
         print(f"warning: skipping {n_unknown} instruction(s) with unknown ids (--lenient)", file=sys.stderr)
-    results = {}
-    for name, resp in resp_sets.items():
-        res = evaluate(items, resp, semantics=semantics, thinking=thinking, workers=workers)
-        results[name] = res
-        summ = res.summary(bootstrap=bootstrap)
-        if as_json:
-            print(json.dumps({"name": name, **summ}, default=str))
+    results, summaries = {}, {}
+    for label, resp in resp_sets.items():
+        res = evaluate(items, resp, semantics=a.semantics, thinking=a.thinking, workers=a.workers)
+        results[label], summaries[label] = res, res.summary(bootstrap=a.bootstrap)
+    cmp = None
+    if a.compare is not None:
+        ra, rb = results.values()
+        cmp = compare(ra, rb, n=max(a.bootstrap, 2000))
+    _report(a, results, summaries, cmp)
+    return 0
+
+
+def _report(a: argparse.Namespace, results: dict, summaries: dict, cmp: dict | None) -> None:
+    from genlab.ifbench.outputs import dumps, write_outputs
+
+    prefixes = _output_prefixes(list(results))
+    for (label, res), prefix in zip(results.items(), prefixes):
+        summ = summaries[label]
+        if a.json:
+            print(dumps({"name": label, **summ}))
         else:
-            _print_summary(summ, name)
-            if per_id:
+            _print_summary(summ, label)
+            if a.per_id:
                 for k, v in summ["per_id_loose"].items():
                     print(f"    {k:<48} n={v['n']:<4} strict {_fmt(summ['per_id_strict'][k]['accuracy'])}"
                           f"  loose {_fmt(v['accuracy'])}")
-        if out is not None:
-            prefix = "" if len(resp_sets) == 1 else Path(name).stem + "_"
-            paths = write_outputs(res, out, prefix=prefix, bootstrap=bootstrap)
-            if not as_json:
+        if a.out is not None:
+            paths = write_outputs(res, a.out, prefix=prefix, summary=summ)
+            if not a.json:
                 print("wrote " + ", ".join(str(p) for p in paths.values()))
-    if compare_files is not None:
-        a, b = (results[str(p)] for p in compare_files)
-        cmp = compare(a, b)
-        if as_json:
-            print(json.dumps({"compare": cmp}))
-        else:
-            print(f"== B - A  (A={compare_files[0].name}, B={compare_files[1].name}), paired bootstrap")
-            for k, v in cmp.items():
-                if k.startswith(("strict", "loose")):
-                    print(f"  {k:<28} {_fmt(v['delta'])}  95% CI [{_fmt(v['ci95'][0])}, {_fmt(v['ci95'][1])}]"
-                          f"  P(B>A)={v['p_b_better']:.3f}")
-            print(f"  prompts passing (loose) only in A: {cmp['prompt_flips_loose']['a_only']}, only in B: "
-                  f"{cmp['prompt_flips_loose']['b_only']}")
-        if out is not None:
-            Path(out).mkdir(parents=True, exist_ok=True)
-            (Path(out) / "compare.json").write_text(json.dumps(cmp, indent=2))
+    if cmp is None:
+        return
+    if a.json:
+        print(dumps({"compare": cmp}))
+    else:
+        fa, fb = a.compare
+        print(f"== B - A  (A={fa}, B={fb}), paired bootstrap")
+        for k, v in cmp.items():
+            if k.startswith(("strict", "loose")):
+                print(f"  {k:<28} {_fmt(v['delta'])}  95% CI [{_fmt(v['ci95'][0])}, {_fmt(v['ci95'][1])}]"
+                      f"  P(B>A)={v['p_b_better']:.3f}")
+        print(f"  prompts passing (loose) only in A: {cmp['prompt_flips_loose']['a_only']}, only in B: "
+              f"{cmp['prompt_flips_loose']['b_only']}")
+    if a.out is not None:
+        (Path(a.out) / "compare.json").write_text(dumps({"a": str(a.compare[0]), "b": str(a.compare[1]), **cmp},
+                                                        indent=2), encoding="utf-8")
 
 
-@app.command("list")
-def list_cmd(
-    family: str | None = typer.Option(None, help="ifeval | ifbench | iftrain"),
-    as_json: bool = typer.Option(False, "--json", help="print id, family, kwargs schema and notes as JSON"),
-) -> None:
-    """List the registered constraints with their kwargs."""
+# ------------------------------------------------------------------------------------------------ list / check
+
+
+def _list(a: argparse.Namespace) -> int:
     from genlab.ifbench import registry
 
-    rows = [registry.get(i) for i in registry.ids(family)]
-    if as_json:
+    if a.family is not None and a.family not in registry.FAMILIES:
+        raise UsageError(f"--family must be one of {', '.join(registry.FAMILIES)}, got {a.family!r}")
+    rows = [registry.get(i) for i in registry.ids(a.family)]
+    if a.json:
         print(json.dumps([{"id": c.id, "family": c.family, "summary": c.summary, "kwargs": c.schema(),
                            "fixed_differs": c.fixed_note} for c in rows], indent=1))
-        return
+        return 0
     for c in rows:
         args = ", ".join(p.name + ("" if p.required else "?") for p in c.params)
         flag = "  [fixed differs]" if c.fixed_note else ""
         print(f"{c.id:<48} {c.family:<8} ({args}) {c.summary}{flag}")
     print(f"{len(rows)} constraints")
+    return 0
 
 
-@app.command("check")
-def check_cmd(
-    id: str = typer.Option(..., "--id", help="instruction id, e.g. punctuation:no_comma"),
-    kwargs: str = typer.Option("{}", "--kwargs", help="kwargs as a JSON object"),
-    text: str | None = typer.Option(None, "--text", help="the response text"),
-    text_file: Path | None = typer.Option(None, "--text-file", help="read the response from a file ('-': stdin)"),  # noqa: B008
-    semantics: str = typer.Option("reference", help="reference | fixed"),
-) -> None:
-    """Check one text against one constraint and print the verdict with its reason (exit 0 pass, 1 fail)."""
+def _check(a: argparse.Namespace) -> int:
+    from genlab.ifbench.readers import DataError, read_text
     from genlab.ifbench.registry import KwargsError, UnknownInstructionError, get
 
+    text = a.text
     if text is None:
-        if text_file is None:
-            raise typer.BadParameter("give --text or --text-file")
-        text = sys.stdin.read() if str(text_file) == "-" else text_file.read_text(encoding="utf-8")
+        if a.text_file is None:
+            raise UsageError("give --text or --text-file")
+        if str(a.text_file) == "-":
+            text = sys.stdin.read()
+        elif Path(a.text_file).is_dir():
+            raise UsageError(f"--text-file {a.text_file}: a folder, not a file")
+        elif not Path(a.text_file).exists():
+            raise UsageError(f"--text-file {a.text_file}: file not found")
+        else:
+            try:
+                text = read_text(Path(a.text_file))
+            except DataError as e:
+                raise UsageError(str(e)) from None
     try:
-        kw = json.loads(kwargs)
+        kw = json.loads(a.kwargs)
     except json.JSONDecodeError as e:
-        raise typer.BadParameter(f"--kwargs is not valid JSON: {e}") from None
+        raise UsageError(f"--kwargs is not valid JSON: {e}") from None
+    if kw is not None and not isinstance(kw, dict):
+        raise UsageError(f"--kwargs must be a JSON object, got {type(kw).__name__}")
     try:
-        v = get(id).check(text, kw, semantics=semantics)
-    except (UnknownInstructionError, KwargsError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise typer.Exit(2) from None
+        v = get(a.id).check(text, kw, semantics=a.semantics)
+    except (UnknownInstructionError, KwargsError) as e:
+        raise UsageError(f"--kwargs/--id: {e}") from None
     print(f"{'PASS' if v.ok else 'FAIL'}: {v.reason}")
-    raise typer.Exit(0 if v.ok else 1)
+    return 0 if v.ok else 1
 
 
-@app.command("setup")
-def setup_cmd(
-    dir: Path | None = typer.Option(None, "--dir", help="target folder (default: ~/nltk_data)"),  # noqa: B008
-    show: bool = typer.Option(False, "--show", help="only show where the data is found; download nothing"),
-) -> None:
-    """Fetch the NLTK data the reference checkers use (punkt_tab, stopwords, perceptron tagger), on request."""
+# ------------------------------------------------------------------------------------------------ setup
+
+
+def _setup(a: argparse.Namespace) -> int:
     from genlab.ifbench import nlp
 
-    if not show:
+    target = Path(a.dir) if a.dir else Path.home() / "nltk_data"
+    if a.source is not None:
+        try:
+            done = nlp.install_data(a.source, target)
+        except (FileNotFoundError, ValueError, OSError) as e:
+            raise UsageError(f"--from: {e}") from None
+        for pkg, where in done.items():
+            print(f"{pkg}: installed from {a.source} -> {where}")
+        if a.dir:
+            print(f"(add {target} to NLTK_DATA unless it is on NLTK's search path)")
+    elif not a.show:
         import nltk
 
-        target = str(dir or Path.home() / "nltk_data")
-        for pkg in ("punkt_tab", "stopwords", "averaged_perceptron_tagger_eng"):
-            ok = nltk.download(pkg, download_dir=target, quiet=True)
-            print(f"{pkg}: {'ok' if ok else 'FAILED (offline?)'} -> {target}")
+        for pkg in nlp.RESOURCES:
+            ok = nltk.download(pkg, download_dir=str(target), quiet=True)
+            print(f"{pkg}: {'ok' if ok else 'FAILED (offline? use --from FOLDER_OR_ARCHIVE)'} -> {target}")
         nlp.reset()
+    if not a.show:
+        from genlab.ifbench.cache import prebuild
+
+        for name, path in prebuild().items():  # so that the first evaluation does not build them
+            print(f"cache {name}: {path}")
     print(json.dumps(nlp.backend_info(), indent=1))
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------ parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="genlab ifbench",
+                                 description="IFEval / IFBench / IFTrain constraint checkers and evaluator.")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{eval,list,check,setup}")
+    e = sub.add_parser("eval", help="score responses strictly and loosely, as the IFEval/IFBench reference does")
+    e.add_argument("--prompts", "-p", type=Path, help="prompt file (IFEval/IFBench rows, multi-turn, open-instruct "
+                   "ground truth, TRL prompt rows; lm-eval samples and inspect logs carry their own); default: the "
+                   "embedded example set")
+    e.add_argument("--responses", "-r", type=Path, help="responses: rows with prompt + response, lm-eval samples, "
+                   "an inspect log, Parquet/Arrow or a dataset folder")
+    e.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"),
+                   help="two response files scored on the same prompts (paired bootstrap B-A)")
+    e.add_argument("--format", default="auto", choices=["auto", "jsonl", "parquet", "lm-eval", "inspect"],
+                   help=FORMAT_HELP)
+    e.add_argument("--out", "-o", type=Path, help="write result files and an HTML report here")
+    e.add_argument("--semantics", default="reference", choices=["reference", "fixed"])
+    e.add_argument("--lenient", action="store_true", help="skip unknown instruction ids (warned, counted)")
+    e.add_argument("--thinking", action="store_true", help="strip a reasoning model's <think> section first")
+    e.add_argument("--workers", type=int, help="worker processes (default: 1 below 2000 prompts)")
+    e.add_argument("--bootstrap", type=int, default=0,
+                   help="bootstrap resamples for 95%% intervals (default 0: off; e.g. 1000)")
+    e.add_argument("--require-nltk-data", action="store_true",
+                   help="fail (exit 2) instead of falling back to the offline rules when NLTK data is missing")
+    e.add_argument("--per-id", action="store_true", help="print the per-constraint table")
+    e.add_argument("--json", action="store_true", help="print the summary as JSON")
+    e.set_defaults(func=_eval)
+    li = sub.add_parser("list", help="list the registered constraints with their kwargs")
+    li.add_argument("--family", help="ifeval | ifbench | iftrain")
+    li.add_argument("--json", action="store_true", help="id, family, kwargs schema and notes as JSON")
+    li.set_defaults(func=_list)
+    c = sub.add_parser("check", help="check one text against one constraint (exit 0 pass, 1 fail)")
+    c.add_argument("--id", required=True, help="instruction id, e.g. punctuation:no_comma")
+    c.add_argument("--kwargs", default="{}", help="kwargs as a JSON object")
+    c.add_argument("--text", help="the response text")
+    c.add_argument("--text-file", help="read the response from a file ('-': stdin)")
+    c.add_argument("--semantics", default="reference", choices=["reference", "fixed"])
+    c.set_defaults(func=_check)
+    s = sub.add_parser("setup", help="install the NLTK data the reference checkers use (on request only)")
+    s.add_argument("--dir", help="target folder (default: ~/nltk_data)")
+    s.add_argument("--from", dest="source", help="install from a local folder or .zip/.tar.gz (no network)")
+    s.add_argument("--show", action="store_true", help="only show where the data is found; download nothing")
+    s.set_defaults(func=_setup)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; returns the exit code (0 ok, 1 a failed check, 2 bad input)."""
+    from genlab.ifbench.core import MissingDataError, UnknownInstructionError
+    from genlab.ifbench.readers import DataError
+
+    a = build_parser().parse_args(argv)
+    try:
+        return a.func(a)
+    except (UsageError, DataError, MissingDataError, UnknownInstructionError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _typer_app() -> Any:
+    """The typer group ``genlab`` mounts as ``genlab ifbench``: each command passes its arguments to :func:`main`
+    (typer is imported only here, when the full ``genlab`` CLI is built)."""
+    import typer
+
+    group = typer.Typer(help="IFEval / IFBench / IFTrain constraint checkers and evaluator.", no_args_is_help=True)
+    settings = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+    helps = {"eval": "Score responses strictly and loosely, as the IFEval/IFBench reference does.",
+             "list": "List the registered constraints with their kwargs.",
+             "check": "Check one text against one constraint (exit 0 pass, 1 fail).",
+             "setup": "Install the NLTK data the reference checkers use (--from FOLDER_OR_ARCHIVE: offline)."}
+    def forward(name: str) -> Any:
+        def command(ctx):  # the arguments typer did not parse go to argparse
+            code = main([name, *ctx.args])
+            if code:
+                raise typer.Exit(code)
+
+        command.__annotations__ = {"ctx": typer.Context}  # a real class: typer reads the annotation
+        return command
+
+    for name in COMMANDS:
+        group.command(name, help=helps[name], context_settings=settings, add_help_option=False)(forward(name))
+    return group
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        app = _typer_app()
+        globals()["app"] = app
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":
-    app()
+    sys.exit(main())

@@ -1,15 +1,18 @@
 """Loading prompt files, response files and open-instruct ground truth.
 
-Accepted prompt formats (JSONL, one object per line; a ``.json`` file holding a list also works):
+Every reader of :mod:`genlab.ifbench.readers` is accepted (``fmt``: "auto" detects it from the content): JSONL /
+JSON, Parquet / Arrow, a Hugging Face dataset folder, lm-evaluation-harness samples and inspect_ai logs. Rows:
 
 * IFEval / IFBench: ``key`` (int or str), ``prompt``, ``instruction_id_list``, ``kwargs`` (one dict per id,
   positional; null values are dropped, integral floats become ints).
 * IFBench multi-turn: as above plus ``messages`` (user / assistant / user). The scored prompt is ``prompt``.
 * open-instruct RLVR rows: ``messages`` plus ``ground_truth`` (a string holding a Python literal list whose
   first element is ``{"instruction_id": [...], "kwargs": [...]}``, or that element as JSON).
+* TRL prompt datasets: ``prompt`` may be a list of chat messages (the last user turn is the prompt).
 
-Responses: JSONL rows with ``prompt`` and ``response``, joined on the exact prompt, then on the stripped
-prompt. Every error names the file, the line and the offending key.
+Responses: rows with ``prompt`` and ``response``, joined on the exact prompt, then on the stripped prompt
+(lm-eval samples and inspect logs carry both the prompt and the response). Every error is one
+:class:`DataError` line naming the file, the record and the field; nothing is written before the inputs load.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from genlab.ifbench.readers import DataError, read_records
 from genlab.ifbench.registry import KwargsError, UnknownInstructionError, get
 
 __all__ = [
@@ -32,10 +36,6 @@ __all__ = [
     "parse_ground_truth",
     "strip_thinking",
 ]
-
-
-class DataError(ValueError):
-    """A malformed input file; the message names the file, line and key."""
 
 
 @dataclass
@@ -51,142 +51,153 @@ class PromptItem:
     line: int = 0
 
 
-def _rows(path: Path) -> Iterator[tuple[int, dict]]:
-    if not path.exists():
-        raise DataError(f"{path}: file not found")
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".json" and text.lstrip().startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{path}: invalid JSON ({e})") from None
-        for i, row in enumerate(data, 1):
-            if not isinstance(row, dict):
-                raise DataError(f"{path}: item {i}: expected an object")
-            yield i, row
-        return
-    for i, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{path}:{i}: invalid JSON ({e.msg} at column {e.colno})") from None
-        if not isinstance(row, dict):
-            raise DataError(f"{path}:{i}: expected a JSON object, got {type(row).__name__}")
-        yield i, row
-
-
 def parse_ground_truth(gt: Any) -> tuple[list[str], list[dict | None]]:
-    """(ids, kwargs) from open-instruct's ground-truth field (Python-literal string, JSON string, or dict)."""
+    """(ids, kwargs) from open-instruct's ground-truth field (Python-literal string, JSON string, or dict).
+    Raises ValueError with a one-line reason for anything else."""
     obj = gt
     if isinstance(obj, str):
         try:
             obj = ast.literal_eval(obj)
-        except (ValueError, SyntaxError):
-            obj = json.loads(obj)
-    if isinstance(obj, list):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            try:
+                obj = json.loads(obj)
+            except ValueError:
+                raise ValueError("not a Python literal or JSON") from None
+    if isinstance(obj, list | tuple):
         if not obj:
             raise ValueError("empty ground-truth list")
         obj = obj[0]
     if isinstance(obj, str):
-        obj = json.loads(obj)
+        try:
+            obj = json.loads(obj)
+        except ValueError:
+            raise ValueError("the list's first element is a string but not JSON") from None
     if not isinstance(obj, Mapping):
-        raise ValueError("ground truth must hold a dict with 'instruction_id' and 'kwargs'")
+        raise ValueError(f"must hold a dict with 'instruction_id' and 'kwargs', got {type(obj).__name__}")
+    if "func_name" in obj:
+        raise ValueError("an open-instruct 'func_name' constraint (the older form): score it with "
+                         "genlab.ifbench.verifier.IFBenchVerifier")
     ids = obj.get("instruction_id", obj.get("instruction_id_list"))
     if isinstance(ids, str):
         ids = [ids]
-    if not isinstance(ids, list):
-        raise ValueError("ground truth has no 'instruction_id' list")
+    if not isinstance(ids, list | tuple):
+        raise ValueError("has no 'instruction_id' list")
+    for j, cid in enumerate(ids):
+        if not isinstance(cid, str):
+            raise ValueError(f"instruction_id[{j}] must be a string, got {type(cid).__name__}")
     kws = obj.get("kwargs")
     if kws is None:
         kws = [None] * len(ids)
     elif isinstance(kws, Mapping):
         kws = [kws]
+    if not isinstance(kws, list | tuple):
+        raise ValueError(f"'kwargs' must be a list, got {type(kws).__name__}")
+    if len(kws) != len(ids):
+        raise ValueError(f"{len(ids)} instruction ids but {len(kws)} kwargs")
+    for j, kw in enumerate(kws):
+        if kw is not None and not isinstance(kw, Mapping):
+            raise ValueError(f"kwargs[{j}] must be an object or null, got {type(kw).__name__}")
     return list(ids), list(kws)
 
 
-def _last_user(messages: list[dict]) -> str:
+def _last_user(messages: list[Any]) -> str | None:
     for m in reversed(messages):
-        if m.get("role") == "user":
-            return str(m.get("content", ""))
-    return str(messages[-1].get("content", "")) if messages else ""
+        if isinstance(m, Mapping) and m.get("role") == "user":
+            content = m.get("content", "")
+            return content if isinstance(content, str) else None
+    return None
 
 
-def load_prompts(path: str | Path, *, lenient: bool = False) -> list[PromptItem]:
-    """Read a prompt file in any of the supported formats (see module docstring).
+def _prompt_of(row: Mapping[str, Any], where: str) -> str:
+    """The scored prompt: ``prompt`` (a string, or TRL's conversational list of messages), else the last user
+    turn of ``messages``."""
+    prompt = row.get("prompt")
+    field_name = "prompt"
+    if isinstance(prompt, list):
+        prompt = _last_user(prompt)
+    elif prompt is None and isinstance(row.get("messages"), list):
+        prompt, field_name = _last_user(row["messages"]), "messages"
+    if not isinstance(prompt, str):
+        got = "missing" if row.get("prompt") is None and "messages" not in row else "not a string"
+        raise DataError(f"{where}: field '{field_name}' {got} (needs the prompt text or a user message)")
+    return prompt
+
+
+def _instructions(row: Mapping[str, Any], where: str) -> tuple[list[str], list[Any]]:
+    if "instruction_id_list" in row:
+        ids, kws = row["instruction_id_list"], row.get("kwargs")
+        if not isinstance(ids, list | tuple):
+            raise DataError(f"{where}: field 'instruction_id_list' must be a list of ids, got {type(ids).__name__}")
+        for j, cid in enumerate(ids):
+            if not isinstance(cid, str):
+                raise DataError(f"{where}: field 'instruction_id_list[{j}]' must be a string, got {type(cid).__name__}")
+        if kws is None:
+            kws = [{} for _ in ids]
+        if not isinstance(kws, list | tuple) or len(kws) != len(ids):
+            got = f"{len(kws)} entries" if isinstance(kws, list | tuple) else type(kws).__name__
+            raise DataError(f"{where}: field 'kwargs' must be a list with one entry per instruction ({len(ids)} ids, "
+                            f"got {got})")
+        return list(ids), list(kws)
+    if "ground_truth" in row:
+        try:
+            return parse_ground_truth(row["ground_truth"])
+        except (ValueError, TypeError) as e:
+            raise DataError(f"{where}: field 'ground_truth': {e}") from None
+    raise DataError(f"{where}: field 'instruction_id_list' missing (or open-instruct 'ground_truth')")
+
+
+def _normalized(ids: list[str], kws: list[Any], where: str, lenient: bool) -> tuple[list[dict[str, Any]], list[int]]:
+    norm: list[dict[str, Any]] = []
+    unknown: list[int] = []
+    for j, (cid, kw) in enumerate(zip(ids, kws)):
+        if kw is not None and not isinstance(kw, Mapping):
+            raise DataError(f"{where}: field 'kwargs[{j}]' must be an object or null, got {type(kw).__name__}")
+        try:
+            c = get(cid)
+        except UnknownInstructionError as e:
+            if not lenient:
+                raise DataError(f"{where}: field 'instruction_id_list[{j}]': {e} (use --lenient to skip)") from None
+            unknown.append(j)
+            norm.append(dict(kw or {}))
+            continue
+        try:
+            norm.append(c.normalize(kw))
+        except KwargsError as e:
+            raise DataError(f"{where}: field 'kwargs[{j}]': {e}") from None
+    return norm, unknown
+
+
+def load_prompts(path: str | Path, *, lenient: bool = False, fmt: str = "auto") -> list[PromptItem]:
+    """Read a prompt file in any supported format (see the module docstring); an empty file is an error.
 
     An unknown instruction id raises :class:`DataError`; with ``lenient=True`` it is kept, marked in
     ``PromptItem.unknown`` and skipped (not scored) by the evaluator, which reports how many it skipped."""
-    p = Path(path)
     items: list[PromptItem] = []
-    for ln, row in _rows(p):
-        where = f"{p}:{ln}"
+    for n, (where, row) in enumerate(read_records(path, fmt), 1):
+        ids, kws = _instructions(row, where)
+        prompt = _prompt_of(row, where)
+        norm, unknown = _normalized(ids, kws, where, lenient)
         messages = row.get("messages")
-        if "instruction_id_list" in row:
-            ids = row["instruction_id_list"]
-            kws = row.get("kwargs")
-            if kws is None:
-                kws = [{} for _ in ids]
-        elif "ground_truth" in row:
-            try:
-                ids, kws = parse_ground_truth(row["ground_truth"])
-            except (ValueError, SyntaxError) as e:
-                raise DataError(f"{where}: key 'ground_truth': {e}") from None
-        else:
-            raise DataError(f"{where}: missing key 'instruction_id_list' (or open-instruct 'ground_truth')")
-        if not isinstance(ids, list) or not all(isinstance(x, str) for x in ids):
-            raise DataError(f"{where}: key 'instruction_id_list' must be a list of strings")
-        if not isinstance(kws, list) or len(kws) != len(ids):
-            raise DataError(
-                f"{where}: key 'kwargs' must be a list with one entry per instruction "
-                f"({len(ids)} ids, got {len(kws) if isinstance(kws, list) else type(kws).__name__})"
-            )
-        prompt = row.get("prompt")
-        if prompt is None and isinstance(messages, list):
-            prompt = _last_user(messages)
-        if not isinstance(prompt, str):
-            raise DataError(f"{where}: key 'prompt' missing or not a string")
-        norm: list[dict[str, Any]] = []
-        unknown: list[int] = []
-        for j, (cid, kw) in enumerate(zip(ids, kws)):
-            if kw is not None and not isinstance(kw, Mapping):
-                raise DataError(f"{where}: key 'kwargs[{j}]' must be an object or null")
-            try:
-                c = get(cid)
-            except UnknownInstructionError as e:
-                if not lenient:
-                    raise DataError(f"{where}: key 'instruction_id_list[{j}]': {e} (use --lenient to skip)") from None
-                unknown.append(j)
-                norm.append(dict(kw or {}))
-                continue
-            try:
-                norm.append(c.normalize(kw))
-            except KwargsError as e:
-                raise DataError(f"{where}: key 'kwargs[{j}]': {e}") from None
-        items.append(
-            PromptItem(row.get("key", ln), prompt, list(ids), norm, messages if isinstance(messages, list) else None,
-                       unknown, ln)
-        )
+        key = row.get("key", n)
+        key = key if key is not None else n
+        messages = messages if isinstance(messages, list) else None
+        items.append(PromptItem(key, prompt, ids, norm, messages, unknown, n))
+    if not items:
+        raise DataError(f"{path}: no prompts (the file holds no records)")
     return items
 
 
-def load_responses(path: str | Path) -> dict[str, str]:
-    """prompt -> response from a JSONL file with ``prompt`` and ``response``; also indexed by the stripped
-    prompt (as IFBench does). Later rows win for a repeated prompt."""
-    p = Path(path)
+def load_responses(path: str | Path, *, fmt: str = "auto") -> dict[str, str]:
+    """prompt -> response from rows with ``prompt`` and ``response`` (or lm-eval samples / inspect logs); also
+    indexed by the stripped prompt (as IFBench does). Later rows win for a repeated prompt."""
     out: dict[str, str] = {}
-    for ln, row in _rows(p):
-        prompt = row.get("prompt")
-        if prompt is None and isinstance(row.get("messages"), list):
-            prompt = _last_user(row["messages"])
-        if not isinstance(prompt, str):
-            raise DataError(f"{p}:{ln}: key 'prompt' missing or not a string")
+    for where, row in read_records(path, fmt):
+        prompt = _prompt_of(row, where)
         resp = row.get("response")
         if resp is None:
-            raise DataError(f"{p}:{ln}: key 'response' missing")
+            raise DataError(f"{where}: field 'response' missing")
         if not isinstance(resp, str):
-            raise DataError(f"{p}:{ln}: key 'response' must be a string, got {type(resp).__name__}")
+            raise DataError(f"{where}: field 'response' must be a string, got {type(resp).__name__}")
         out[prompt] = resp
         if prompt.strip() != prompt:
             out[prompt.strip()] = resp  # as IFBench's read_prompt_to_response_dict

@@ -15,15 +15,14 @@ inputs are split over worker processes.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from genlab.ifbench import nlp
 from genlab.ifbench.data import PromptItem, strip_thinking
 from genlab.ifbench.registry import SEMANTICS, get, prepare
 
@@ -34,7 +33,6 @@ __all__ = [
     "compare",
     "evaluate",
     "loose_variants",
-    "write_outputs",
 ]
 
 VARIANT_NAMES = (
@@ -90,6 +88,7 @@ class EvalResult:
     prompts: list[PromptResult]
     semantics: str
     settings: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)  # nlp.provenance(): data mode and versions
 
     def matrix(self, mode: str) -> tuple[list[list[bool]], list[list[str]]]:
         return [p.follow(mode) for p in self.prompts], [p.ids() for p in self.prompts]
@@ -99,9 +98,9 @@ class EvalResult:
         rows, _ = self.matrix(mode)
         rows = [r for r in rows if r]
         n_inst = sum(len(r) for r in rows)
-        return {
-            "prompt_level": sum(all(r) for r in rows) / len(rows) if rows else float("nan"),
-            "instruction_level": sum(sum(r) for r in rows) / n_inst if n_inst else float("nan"),
+        return {  # None (JSON null), never NaN, when nothing was scored
+            "prompt_level": sum(all(r) for r in rows) / len(rows) if rows else None,
+            "instruction_level": sum(sum(r) for r in rows) / n_inst if n_inst else None,
         }
 
     def per_id(self, mode: str) -> dict[str, dict[str, float]]:
@@ -124,8 +123,9 @@ class EvalResult:
             ok[c] += round(v["accuracy"] * v["n"])
         return {k: {"accuracy": ok[k] / tot[k], "n": tot[k]} for k in sorted(tot)}
 
-    def summary(self, *, bootstrap: int = 1000, seed: int = 0) -> dict[str, Any]:
-        """Everything a report needs: overall accuracies with bootstrap CIs, per-id and per-category tables."""
+    def summary(self, *, bootstrap: int = 0, seed: int = 0) -> dict[str, Any]:
+        """Everything a report needs: overall accuracies (with ``bootstrap`` resamples: 95% intervals), per-id and
+        per-category tables, and how the text was processed (``text_processing``: data mode and versions)."""
         out: dict[str, Any] = {
             "semantics": self.semantics,
             "n_prompts": len(self.prompts),
@@ -133,6 +133,7 @@ class EvalResult:
             "missing_responses": [p.key for p in self.prompts if p.missing],
             "skipped_unknown_ids": sum(1 for p in self.prompts for i in p.instructions if i.skipped),
             "settings": self.settings,
+            "text_processing": self.provenance,
         }
         for mode in ("strict", "loose"):
             acc = self.accuracy(mode)
@@ -235,8 +236,8 @@ def evaluate(
         chunks = [(list(prompts[i : i + k]), resps[i : i + k], semantics) for i in range(0, len(prompts), k)]
         with cf.ProcessPoolExecutor(workers) as ex:
             results = [r for part in ex.map(_worker, chunks) for r in part]
-    settings = {"thinking_stripped": thinking, "workers": workers, "seconds": time.perf_counter() - t0}
-    return EvalResult(results, semantics, settings)
+    settings = {"thinking_stripped": thinking, "workers": workers, "seconds": round(time.perf_counter() - t0, 4)}
+    return EvalResult(results, semantics, settings, nlp.provenance())
 
 
 # --------------------------------------------------------------------------------------------- bootstrap
@@ -300,50 +301,3 @@ def compare(a: EvalResult, b: EvalResult, *, n: int = 2000, seed: int = 0) -> di
         flips["b_only"] += fb and not fa
     out["prompt_flips_loose"] = flips
     return out
-
-
-# --------------------------------------------------------------------------------------------- outputs
-
-
-def _reference_row(p: PromptResult, mode: str) -> dict[str, Any]:
-    follow = [getattr(i, mode) for i in p.instructions]
-    # Attribute order as the reference writes it (alphabetical, from dir()).
-    return {
-        "follow_all_instructions": all(follow),
-        "follow_instruction_list": follow,
-        "instruction_id_list": p.instruction_id_list,
-        "prompt": p.prompt,
-        "response": p.response,
-    }
-
-
-def write_outputs(res: EvalResult, out_dir: str | Path, *, prefix: str = "", html: bool = True,
-                  bootstrap: int = 1000) -> dict[str, Path]:
-    """Write ``{prefix}eval_results_strict.jsonl`` / ``..._loose.jsonl`` (reference schema),
-    ``{prefix}summary.json``, ``{prefix}details.jsonl`` (per-instruction verdicts and reasons) and
-    ``{prefix}report.html``. Returns the paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths: dict[str, Path] = {}
-    for mode in ("strict", "loose"):
-        path = out / f"{prefix}eval_results_{mode}.jsonl"
-        with open(path, "w", encoding="utf-8") as f:
-            for p in res.prompts:
-                f.write(json.dumps(_reference_row(p, mode)) + "\n")
-        paths[mode] = path
-    summ = res.summary(bootstrap=bootstrap)
-    paths["summary"] = out / f"{prefix}summary.json"
-    paths["summary"].write_text(json.dumps(summ, indent=2, default=str), encoding="utf-8")
-    paths["details"] = out / f"{prefix}details.jsonl"
-    with open(paths["details"], "w", encoding="utf-8") as f:
-        for p in res.prompts:
-            f.write(json.dumps({
-                "key": p.key, "missing": p.missing,
-                "instructions": [i.__dict__ for i in p.instructions],
-            }, default=str) + "\n")
-    if html:
-        from genlab.ifbench.report import render_html
-
-        paths["html"] = out / f"{prefix}report.html"
-        paths["html"].write_text(render_html(res, summ), encoding="utf-8")
-    return paths

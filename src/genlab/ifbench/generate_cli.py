@@ -98,7 +98,8 @@ def add_generation_commands(app: typer.Typer) -> None:
         responses = out / "responses.jsonl"
         _generate(prompts, responses, out / "generation.cache.jsonl", b, quiet)
         from genlab.ifbench.data import load_prompts, load_responses
-        from genlab.ifbench.evaluator import evaluate, write_outputs
+        from genlab.ifbench.evaluator import evaluate
+        from genlab.ifbench.outputs import write_outputs
 
         result = evaluate(load_prompts(prompts), load_responses(responses), semantics=semantics)
         paths = write_outputs(result, out)
@@ -132,4 +133,5 @@ def add_train_command(app: typer.Typer) -> None:
         bases = load_base_prompts(base) if base else None
         rows = make_train(bases, n, max_constraints=max_constraints, min_constraints=min_constraints, seed=seed)
         paths = write_train(rows, out)
-        typer.echo(f"wrote {len(rows)} prompts: {paths['open_instruct']} (open-instruct), {paths['ifeval']} (IFEval)")
+        typer.echo(f"wrote {len(rows)} prompts: {paths['open_instruct']} (open-instruct), {paths['ifeval']} (IFEval), "
+                   f"{paths['trl']} (TRL prompt + ground_truth)")

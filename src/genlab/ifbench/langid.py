@@ -94,18 +94,29 @@ def _build_sqlite(path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _sqlite_source() -> tuple[list[str], Callable[[list[str]], dict[str, Any]]]:
-    """langlist and a fetcher from an SQLite copy of langdetect's profiles (built once, ~45 MB): loading the 55
-    JSON profiles costs ~0.4 s per process, the copy answers only the n-grams a text contains."""
+def profiles_cache_path() -> Path:
+    """Where the SQLite copy of the installed langdetect's profiles lives (keyed by the profile files' sizes)."""
     import langdetect
-    import numpy as np
 
     prof = Path(langdetect.__file__).parent / "profiles"
     names = sorted(os.listdir(prof))
     sig = hashlib.sha1(json.dumps([names, [(prof / n).stat().st_size for n in names]]).encode()).hexdigest()[:12]
-    path = cache_dir() / f"langdetect-{sig}.sqlite"
+    return cache_dir() / f"langdetect-{sig}.sqlite"
+
+
+def _sqlite_source() -> tuple[list[str], Callable[[list[str]], dict[str, Any]]]:
+    """langlist and a fetcher from an SQLite copy of langdetect's profiles (~45 MB, built once by a background
+    process: :mod:`genlab.ifbench.cache`): loading the 55 JSON profiles costs ~0.4 s per process, the copy answers
+    only the n-grams a text contains. Raises if the copy is not there yet (the caller then uses the profiles)."""
+    import numpy as np
+
+    path = profiles_cache_path()
     if not path.exists():
-        _build_sqlite(path)
+        from genlab.ifbench.cache import build_in_background
+
+        build_in_background("langdetect", path)  # off the critical path; this run reads the profiles in memory
+        if not path.exists():
+            raise FileNotFoundError(path)
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     langlist = json.loads(con.execute("SELECT v FROM meta WHERE k='langlist'").fetchone()[0])
     con.close()
@@ -133,7 +144,7 @@ class _Profiles:
 
         try:
             self.langlist, self._fetch = _sqlite_source()
-        except Exception:  # read-only home, broken cache, ...: langdetect's in-memory profiles
+        except Exception:  # not built yet, read-only home, broken cache, ...: langdetect's in-memory profiles
             fac = _factory()
             self.langlist = list(fac.langlist)
             self._fetch = lambda grams: {g: fac.word_lang_prob_map[g] for g in grams if g in fac.word_lang_prob_map}
@@ -304,24 +315,18 @@ class _Stream:
 
 @functools.lru_cache(maxsize=1)
 def _stream() -> _Stream | None:
-    """The stream, if this interpreter's ``random`` draws as assumed (checked once); else None."""
-    import inspect
-
+    """The stream, if this interpreter's ``random`` draws as assumed (checked once, by comparing draws with
+    :mod:`random` itself for 40 ranges); else None. (Reading ``random``'s source with ``inspect`` for this check
+    cost ~0.1 s per process.)"""
     import numpy as np
 
     s = _Stream()
-    try:
-        src = inspect.getsource(random.Random._randbelow_with_getrandbits)
-        ok = (
-            random.Random._randbelow is random.Random._randbelow_with_getrandbits
-            and "k = n.bit_length()" in src
-            and "seq[self._randbelow(len(seq))]" in inspect.getsource(random.Random.choice)
-        )
-    except (OSError, TypeError, AttributeError):
-        ok = False
+    ok = getattr(random.Random, "_randbelow", None) is getattr(random.Random, "_randbelow_with_getrandbits", 0)
     ref = random.Random(SEED)
     pos, mine = 0, []
-    for m in (1, 3, 1000):
+    ranges = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 127, 128, 129, 255, 256, 257, 300, 511, 512,
+              513, 999, 1000, 1023, 1024, 1025, 2047, 2049, 4095, 4097, 9999, 10000, 65535, 65537)
+    for m in ranges:
         g, _ = s.gauss_pairs(np.array([pos]))
         mine.append(float(g[0]))
         pos += 4
@@ -331,7 +336,7 @@ def _stream() -> _Stream | None:
         pos += 1
         mine.append(r)
     theirs = []
-    for m in (1, 3, 1000):
+    for m in ranges:
         theirs.append(ref.gauss(0.0, 1.0))
         ref.gauss_next = None
         theirs.append(ref.choice(range(m)))

@@ -32,14 +32,21 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from genlab.ifbench.core import MissingDataError
+
 __all__ = [
+    "NLTKDataMissing",
     "backend_info",
     "count_words",
     "data_mode",
     "first_pos_tag",
     "first_token_is_verb",
+    "install_data",
+    "missing_resources",
     "nltk_search_path",
+    "provenance",
     "regex_split_sentences",
+    "require_real_data",
     "reset",
     "sent_tokenize",
     "stopwords",
@@ -47,6 +54,20 @@ __all__ = [
 ]
 
 _PKG_DATA = Path(__file__).resolve().parent / "data"
+RESOURCES = {  # NLTK package name -> the path the checkers read, relative to an nltk_data folder
+    "punkt_tab": "tokenizers/punkt_tab/english",
+    "stopwords": "corpora/stopwords/english",
+    "averaged_perceptron_tagger_eng": "taggers/averaged_perceptron_tagger_eng",
+}
+OFFLINE_WARNING = (
+    "warning: NLTK data not found (punkt_tab, stopwords, averaged_perceptron_tagger_eng); using genlab's offline "
+    "rules, which can disagree with the reference on sentence splits and words:start_verb. Run `genlab ifbench "
+    "setup` (or pass --require-nltk-data to make this an error)."
+)
+
+
+class NLTKDataMissing(MissingDataError):
+    """The real NLTK data is required (:func:`require_real_data`) but not installed."""
 
 # ---------------------------------------------------------------------------------------------------------
 # NLTK data discovery
@@ -132,7 +153,9 @@ def _nltk_modules() -> tuple[Any, Any]:
     return punkt, destructive
 
 
-# Our own small abbreviation list for the offline Punkt path (lower case, without the final period).
+# Our own small abbreviation list for the offline Punkt path (lower case, without the final period). Single letters
+# are not in it: Punkt handles "J. Smith" as an initial by itself, and listing letters as abbreviations makes
+# "B. C?" one sentence where the trained model splits it (measured; see _offline_ortho_context).
 _OFFLINE_ABBREVS = {
     "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "vs", "etc", "e.g", "i.e", "cf", "al", "inc",
     "ltd", "corp", "dept", "univ", "fig", "figs", "eq", "vol", "vols", "pp", "approx", "capt", "sgt", "lt",
@@ -146,6 +169,7 @@ class _State:
 
     def __init__(self) -> None:
         self.mode: str | None = None  # "real" | "offline"
+        self.mode_auto = True  # decided from the search path (not forced by reset(mode=...), as tests do)
         self.punkt_dir: Path | None = None
         self.sent_tok: Any = None
         self.word_tok: Any = None
@@ -153,9 +177,32 @@ class _State:
         self.stop_source = ""
         self.tagger: dict | None = None
         self.tagger_source = ""
+        self.warned = False
 
 
 _S = _State()
+_REQUIRE = {"real": os.environ.get("GENLAB_REQUIRE_NLTK_DATA", "") not in ("", "0")}
+
+
+def require_real_data(on: bool = True) -> None:
+    """Make the offline fallback an error (:class:`NLTKDataMissing`) instead of a warning, for pipelines that must
+    reproduce the reference exactly. Also set by ``GENLAB_REQUIRE_NLTK_DATA=1`` and ``--require-nltk-data``."""
+    _REQUIRE["real"] = on
+
+
+def missing_resources() -> list[str]:
+    """The NLTK packages (of :data:`RESOURCES`) not found on NLTK's search path."""
+    return [name for name, rel in RESOURCES.items() if _find_resource(rel) is None]
+
+
+def _offline_used(what: str) -> None:
+    """Called when an offline rule is about to decide a verdict: one warning line per process, or an error."""
+    if _REQUIRE["real"]:
+        raise NLTKDataMissing(f"{what} needs the NLTK data ({', '.join(missing_resources()) or 'punkt_tab'}); "
+                              "install it with `genlab ifbench setup`")
+    if not _S.warned and _S.mode_auto:
+        _S.warned = True
+        print(OFFLINE_WARNING, file=sys.stderr)
 
 
 def reset(mode: str | None = None) -> None:
@@ -163,6 +210,7 @@ def reset(mode: str | None = None) -> None:
     global _S
     _S = _State()
     _S.mode = mode
+    _S.mode_auto = mode is None
     clear_caches()
 
 
@@ -204,8 +252,26 @@ def _load_params(punkt: Any) -> Any:
             octx[a] = int(b)
         params.ortho_context = octx
     else:
+        _offline_used("sentence splitting")
         params.abbrev_types = set(_OFFLINE_ABBREVS)
+        params.ortho_context = _offline_ortho_context(punkt)
     return params
+
+
+def _offline_ortho_context(punkt: Any) -> defaultdict[str, int]:
+    """A stand-in for Punkt's orthographic statistics (how often a word was seen lowercase inside a sentence):
+    the English stop words and the single letters, marked as seen lowercase mid-sentence. Without any statistics
+    Punkt reads every "X. Word" after an initial or an abbreviation as no sentence break; with this, a capitalised
+    common word there ("A. The ...", "B. Why ...") starts a sentence, as the trained model decides. Lowercase
+    continuations are unaffected (their rule needs no statistics). Our own rule; its measured effect is in
+    docs/ifbench.md."""
+    flag = getattr(punkt, "_ORTHO_MID_LC", 1 << 5)
+    octx: defaultdict[str, int] = defaultdict(int)
+    words = (_PKG_DATA / "stopwords_english.txt").read_text(encoding="utf-8").split()
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    for w in [*words, *letters, *(c + "." for c in letters)]:  # an abbreviation keeps its period in its type
+        octx[w] |= flag
+    return octx
 
 
 def _plain(rx: Any, flags: int = 0) -> re.Pattern:
@@ -298,25 +364,26 @@ def _punkt_sentences(tok: Any, text: str) -> list[str]:
     last_break = 0
     prev: Any = None  # the previous candidate, and the start and end of the word before it
     prev_start = prev_end = 0
-
-    def decide(m: Any, start: int, end: int) -> None:
-        nonlocal last_break
-        if is_break(text[start:end] + m.group() + m.group("after_tok")):
-            spans.append((last_break, m.end()))
-            last_break = m.start("next_tok") if m.group("next_tok") else m.end()
-
+    # (the decision for a candidate is written out twice below rather than called: this loop is the hot path)
     for m in tok._lang_vars.period_context_re().finditer(text):
         # the word before the candidate starts after the last whitespace since the previous word ended; Punkt
         # reads "no whitespace" and "whitespace right at that end" alike, and then keeps the previous word's start
-        i = m.start() - 1
+        m_start = m.start()
+        i = m_start - 1
         while i >= prev_end and text[i] not in spaces:
             i -= 1
         start = i + 1 if i > prev_end else prev_start
         if prev is not None and prev_end <= start:
-            decide(prev, prev_start, prev_end)
-        prev, prev_start, prev_end = m, start, m.start()
+            cand, after, nxt = prev.group(0, "after_tok", "next_tok")
+            if is_break(text[prev_start:prev_end] + cand + after):
+                spans.append((last_break, prev.end()))
+                last_break = prev.start("next_tok") if nxt else prev.end()
+        prev, prev_start, prev_end = m, start, m_start
     if prev is not None:
-        decide(prev, prev_start, prev_end)
+        cand, after, nxt = prev.group(0, "after_tok", "next_tok")
+        if is_break(text[prev_start:prev_end] + cand + after):
+            spans.append((last_break, prev.end()))
+            last_break = prev.start("next_tok") if nxt else prev.end()
     spans.append((last_break, len(text.rstrip())))
 
     realign_rx = tok._lang_vars.re_boundary_realignment
@@ -381,6 +448,7 @@ def stopwords() -> frozenset[str]:
     if _S.stop is None:
         p = _find_resource("corpora/stopwords/english") if data_mode() == "real" else None
         if p is None:
+            _offline_used("the stop-word list")
             p = _PKG_DATA / "stopwords_english.txt"
             _S.stop_source = "package"
         else:
@@ -458,34 +526,50 @@ _START = ("-START-", "-START2-")
 _END = ("-END-", "-END2-")
 
 
-def _tagger_weights(path: Path) -> Any:
-    """The tagger's feature -> {label: weight} table. The JSON file is 5.6 MB (~0.2 s to parse) and a check
-    needs at most 14 features, so it is copied once into an SQLite file in the genlab cache and read lazily;
-    falls back to parsing the JSON when the cache is not writable."""
+def _tagger_db(path: Path) -> Path:
     import hashlib
-    import sqlite3
 
     from genlab.ifbench.langid import cache_dir
 
     st = path.stat()
     sig = hashlib.sha1(f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
-    db = cache_dir() / f"tagger-{sig}.sqlite"
+    return cache_dir() / f"tagger-{sig}.sqlite"
+
+
+def _build_tagger_db(path: Path, db: Path) -> None:
+    """Copy the tagger's weights JSON into an SQLite table (feature -> JSON of {label: weight}), atomically."""
+    import sqlite3
+
+    with open(path, encoding="utf-8") as f:
+        weights = json.load(f)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    tmp = db.with_suffix(f".tmp{os.getpid()}")
+    con = sqlite3.connect(tmp)
+    con.execute("CREATE TABLE w (f TEXT PRIMARY KEY, v TEXT)")
+    con.executemany("INSERT INTO w VALUES (?, ?)", ((k, json.dumps(v)) for k, v in weights.items()))
+    con.commit()
+    con.close()
+    os.replace(tmp, db)
+
+
+def _tagger_weights(path: Path) -> Any:
+    """The tagger's feature -> {label: weight} table. The JSON file is 5.6 MB (~0.2 s to parse) and a check
+    needs at most 14 features, so it is copied once into an SQLite file in the genlab cache (by a background
+    process, :mod:`genlab.ifbench.cache`) and read lazily; until then, and when the cache cannot be written, the
+    JSON is parsed."""
     try:
-        if not db.exists():
-            with open(path, encoding="utf-8") as f:
-                weights = json.load(f)
-            db.parent.mkdir(parents=True, exist_ok=True)
-            tmp = db.with_suffix(f".tmp{os.getpid()}")
-            con = sqlite3.connect(tmp)
-            con.execute("CREATE TABLE w (f TEXT PRIMARY KEY, v TEXT)")
-            con.executemany("INSERT INTO w VALUES (?, ?)", ((k, json.dumps(v)) for k, v in weights.items()))
-            con.commit()
-            con.close()
-            os.replace(tmp, db)
-        return _LazyWeights(db)
-    except Exception:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        db = _tagger_db(path)
+        if db.exists():
+            return _LazyWeights(db)
+        from genlab.ifbench.cache import build_in_background
+
+        build_in_background("tagger", db, str(path))
+        if db.exists():  # built inline (GENLAB_CACHE_BUILD=inline)
+            return _LazyWeights(db)
+    except OSError:
+        pass
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 class _LazyWeights:
@@ -615,9 +699,112 @@ def first_token_is_verb(tokens: list[str]) -> tuple[bool, str]:
         return "VB" in tag, f"tagged {tag}"
     if not tokens:
         return False, "no tokens"
+    _offline_used("POS tagging (words:start_verb)")
     w = tokens[0].lower()
     ok = w in _OFFLINE_VERBS or (len(w) > 4 and w.endswith(("ing", "ed", "ize", "ise", "ify", "ate")))
     return ok, "offline verb rules"
+
+
+@functools.cache
+def dist_version(name: str) -> str | None:
+    """The installed version of distribution ``name``, read from its ``*.dist-info`` folder next to the package
+    (cheap: no ``importlib.metadata`` scan of every path entry), else via importlib.metadata; None if absent."""
+    spec = importlib.util.find_spec(name)
+    if spec is not None and spec.origin:
+        parent = Path(spec.origin).resolve().parent.parent
+        for d in parent.glob(f"{name}-*.dist-info"):
+            return d.name[len(name) + 1 : -len(".dist-info")]
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version(name)
+    except (PackageNotFoundError, ValueError):
+        return None
+
+
+def provenance() -> dict[str, Any]:
+    """How text was processed, for ``summary.json`` and the report: the data mode ("real": NLTK's data, verdicts
+    as the reference's; "offline": genlab's fallback rules), which resources were missing, and the versions."""
+    import genlab
+
+    return {
+        "mode": data_mode(),
+        "missing_nltk_data": missing_resources(),
+        "genlab": genlab.__version__,
+        "nltk": dist_version("nltk"),
+        "langdetect": dist_version("langdetect"),
+    }
+
+
+def install_data(source: str | Path, target: str | Path) -> dict[str, str]:
+    """Install the NLTK resources from a local folder or archive (no network): an ``nltk_data`` folder (or its
+    parent), NLTK's package zips (``punkt_tab.zip``, ``stopwords.zip``, ``averaged_perceptron_tagger_eng.zip``)
+    anywhere under the folder, or a ``.zip`` / ``.tar.gz`` of either. Returns {package: where it was installed};
+    raises FileNotFoundError naming what is missing."""
+    import shutil
+    import tempfile
+
+    src, dst = Path(source), Path(target)
+    if not src.exists():
+        raise FileNotFoundError(f"{src}: not found")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = _unpack(src, Path(tmp)) if src.is_file() else src
+        done: dict[str, str] = {}
+        for name, rel in RESOURCES.items():
+            folder = rel.rsplit("/", 1)[0] if name != "averaged_perceptron_tagger_eng" else rel
+            found = _locate(root, rel, name, Path(tmp) / "zips")
+            if found is None:
+                continue
+            out = dst / folder
+            if out.exists():
+                shutil.rmtree(out)
+            shutil.copytree(found, out)
+            done[name] = str(out)
+    missing = [n for n in RESOURCES if n not in done]
+    if missing:
+        raise FileNotFoundError(f"{src}: no {', '.join(missing)} found (expected e.g. {RESOURCES[missing[0]]})")
+    reset()
+    return done
+
+
+def _unpack(archive: Path, into: Path) -> Path:
+    import tarfile
+    import zipfile
+
+    out = into / "unpacked"
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as z:
+            for n in z.namelist():  # refuse absolute paths and .. (an archive must not write outside `out`)
+                if n.startswith("/") or ".." in Path(n).parts:
+                    raise ValueError(f"{archive}: unsafe path {n!r} in the archive")
+            z.extractall(out)
+    elif tarfile.is_tarfile(archive):
+        with tarfile.open(archive) as t:
+            t.extractall(out, filter="data")
+    else:
+        raise ValueError(f"{archive}: not a folder, .zip or .tar archive")
+    return out
+
+
+def _locate(root: Path, rel: str, name: str, scratch: Path) -> Path | None:
+    """The folder of package ``name`` under ``root``: at ``rel``'s package folder below some ``nltk_data``-like
+    folder, or inside a ``name.zip`` (as NLTK's downloader stores it)."""
+    pkg_folder = rel if name == "averaged_perceptron_tagger_eng" else rel.rsplit("/", 1)[0]
+    for cand in [root, *(p for p in root.rglob("*") if p.is_dir())]:
+        if (cand / rel).exists():
+            return cand / pkg_folder
+    for z in root.rglob(f"{name}.zip"):
+        import zipfile
+
+        with zipfile.ZipFile(z) as zf:
+            target = scratch / name
+            for n in zf.namelist():
+                if n.startswith("/") or ".." in Path(n).parts:
+                    raise ValueError(f"{z}: unsafe path {n!r} in the archive")
+            zf.extractall(target)
+        if (target / name).is_dir():
+            return target / name
+    return None
 
 
 def backend_info() -> dict[str, Any]:
@@ -625,6 +812,7 @@ def backend_info() -> dict[str, Any]:
     stopwords()
     return {
         "mode": data_mode(),
+        "missing": missing_resources(),
         "punkt": str(_S.punkt_dir) if _S.punkt_dir else "offline abbreviation list",
         "stopwords": _S.stop_source,
         "tagger": (_S.tagger_source or str(_find_resource("taggers/averaged_perceptron_tagger_eng") or ""))

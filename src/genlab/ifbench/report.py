@@ -16,8 +16,19 @@ th{background:#f3f3f3}.bar{background:#4a90d9;height:10px;display:inline-block}
 """
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _provenance(s: dict[str, Any]) -> str:
+    tp = s.get("text_processing") or {}
+    mode = tp.get("mode", "?")
+    note = ("NLTK's data: sentence splits, stop words and POS tags as the reference computes them"
+            if mode == "real" else
+            "<b>offline rules</b> (NLTK data missing: " + html.escape(", ".join(tp.get("missing_nltk_data") or []))
+            + "): sentence splits and words:start_verb can differ from the reference")
+    versions = ", ".join(f"{k} {html.escape(str(tp.get(k)))}" for k in ("genlab", "nltk", "langdetect"))
+    return f"<p class=small>Text processing: {html.escape(mode)} — {note}. Versions: {versions}.</p>"
 
 
 def _ci(d: dict, level: str) -> str:
@@ -35,6 +46,7 @@ def render_html(res: EvalResult, summary: dict[str, Any] | None = None, *, max_f
         f"<p>{s['n_prompts']} prompts, {s['n_instructions']} instructions, semantics <b>{e(s['semantics'])}</b>; "
         f"{len(s['missing_responses'])} missing responses; {s['skipped_unknown_ids']} unknown ids skipped.</p>"
     )
+    parts.append(_provenance(s))
     parts.append("<table><tr><th></th><th>prompt-level</th><th>instruction-level</th></tr>")
     for mode in ("strict", "loose"):
         d = s[mode]
@@ -42,7 +54,8 @@ def render_html(res: EvalResult, summary: dict[str, Any] | None = None, *, max_f
             f"<tr><th>{mode}</th><td>{_pct(d['prompt_level'])}{_ci(d, 'prompt_level')}</td>"
             f"<td>{_pct(d['instruction_level'])}{_ci(d, 'instruction_level')}</td></tr>"
         )
-    parts.append("</table><p class=small>95% bootstrap intervals over prompts.</p>")
+    ci_note = "95% bootstrap intervals over prompts." if s["strict"].get("ci95") else "No bootstrap intervals."
+    parts.append(f"</table><p class=small>{ci_note}</p>")
 
     parts.append("<h2>Per category (loose)</h2><table>")
     parts.append("<tr><th>category</th><th>n</th><th>strict</th><th>loose</th></tr>")

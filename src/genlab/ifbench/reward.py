@@ -6,7 +6,8 @@ Two entry points over the same scoring rule:
   (a Python list literal holding one dict with ``instruction_id`` and positional ``kwargs``; a dict or JSON is
   accepted too); the thinking section is stripped; an empty answer scores 0; each constraint is checked
   **strictly** (no loose variants) on the answer; the score is the **mean over constraints** (partial credit),
-  times ``scale`` (open-instruct's trainer multiplies by ``verification_reward = 10``).
+  times ``scale`` (default 1 for both entry points; open-instruct's trainer multiplies by
+  ``verification_reward = 10``: pass ``scale=10`` to match its reward magnitude).
 * :class:`IFReward` — a callable in TRL's GRPO ``reward_funcs`` convention: ``reward(prompts=..., completions=...,
   **dataset_columns) -> list[float]``; completions may be plain strings or conversational message lists.
 
@@ -58,7 +59,7 @@ def ifeval_reward(
     prediction: str,
     ground_truth: GroundTruth,
     *,
-    scale: float = 10.0,
+    scale: float = 1.0,
     partial: bool = True,
     semantics: str = "reference",
     strip_think: bool = True,

@@ -28,6 +28,7 @@ __all__ = [
     "make_train",
     "to_ifeval",
     "to_open_instruct",
+    "to_trl",
     "train_ids",
     "write_train",
 ]
@@ -162,12 +163,21 @@ def to_ifeval(row: dict[str, Any]) -> dict[str, Any]:
     return {k: row[k] for k in ("key", "prompt", "instruction_id_list", "kwargs")}
 
 
+def to_trl(row: dict[str, Any]) -> dict[str, Any]:
+    """A row for TRL's ``GRPOTrainer``: the conversational ``prompt`` column (a list of messages; TRL applies the
+    chat template) plus the ``ground_truth`` column that :class:`genlab.ifbench.reward.IFReward` reads."""
+    oi = to_open_instruct(row)
+    return {"prompt": oi["messages"], "ground_truth": oi["ground_truth"], "key": row["key"]}
+
+
 def write_train(rows: Sequence[dict[str, Any]], out_dir: str | Path) -> dict[str, Path]:
-    """Write ``train_open_instruct.jsonl`` and ``train_ifeval.jsonl`` into ``out_dir``."""
+    """Write ``train_open_instruct.jsonl``, ``train_ifeval.jsonl`` and ``train_trl.jsonl`` (TRL's ``prompt``
+    column + ``ground_truth``; ``datasets.load_dataset("json", data_files=...)`` reads it) into ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"open_instruct": out / "train_open_instruct.jsonl", "ifeval": out / "train_ifeval.jsonl"}
-    for name, convert in (("open_instruct", to_open_instruct), ("ifeval", to_ifeval)):
+    paths = {"open_instruct": out / "train_open_instruct.jsonl", "ifeval": out / "train_ifeval.jsonl",
+             "trl": out / "train_trl.jsonl"}
+    for name, convert in (("open_instruct", to_open_instruct), ("ifeval", to_ifeval), ("trl", to_trl)):
         with paths[name].open("w", encoding="utf-8") as fh:
             fh.writelines(json.dumps(convert(r), ensure_ascii=False) + "\n" for r in rows)
     return paths

@@ -1,0 +1,76 @@
+"""Helpers shared by several constraint modules (public: a new constraint may use them).
+
+Relations ("less than" / "at least"), the reference's regex keyword search, punctuation stripping,
+language detection with langdetect's semantics, and samplers for kwargs used by more than one id.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import string
+
+from genlab.ifbench import langid
+
+REL = ("less than", "at least")
+
+
+def rel_ok(n: int, rel: str, k: int) -> bool:
+    return n < k if rel == "less than" else n >= k
+
+
+def rel_text(n: int, rel: str, k: int, what: str) -> str:
+    return f"{what} {n} (needs {rel} {k})"
+
+
+def find_pattern(pattern: str, text: str, flags: int = re.IGNORECASE) -> list[str]:
+    """re.findall with the reference's unescaped pattern; fall back to a literal match if it is invalid."""
+    try:
+        return re.findall(pattern, text, flags)
+    except re.error:
+        return re.findall(re.escape(pattern), text, flags)
+
+
+def sample_relation(r):
+    return r.choice(REL)
+
+
+def sample_letter_kwargs(r):
+    return {
+        "letter": r.choice("abcdefghijklmnoprstuwy"),
+        "let_frequency": r.randint(1, 12),
+        "let_relation": sample_relation(r),
+    }
+
+
+def detect_language(t: str) -> str | None:
+    try:
+        return langid.detect(t)
+    except langid.DetectionError:
+        return None
+
+
+PUNCT = string.punctuation
+
+
+STRIP_CHARS = PUNCT + " "
+
+
+NOPUNCT_TABLE = str.maketrans("", "", PUNCT)
+
+
+def strip_punctuation(s: str) -> str:
+    return s.translate(NOPUNCT_TABLE)
+
+
+def whole_word(keyword: str) -> str:
+    return r"(?<!\w)" + re.escape(keyword) + r"(?!\w)"
+
+
+def letter_frequency(t, kw, fixed):
+    """How often ``kw["letter"]`` occurs, case-insensitively, against ``let_relation`` ``let_frequency``."""
+    letter = kw["letter"].strip().lower()
+    n = collections.Counter(t.lower())[letter]
+    return rel_ok(n, kw["let_relation"], kw["let_frequency"]), rel_text(
+        n, kw["let_relation"], kw["let_frequency"], f"letter '{letter}' occurs"
+    )

@@ -1,0 +1,1 @@
+"""ifbench constraints, one module per id category."""

@@ -1,0 +1,1 @@
+"""ifeval constraints, one module per id category."""

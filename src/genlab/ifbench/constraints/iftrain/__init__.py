@@ -1,0 +1,1 @@
+"""iftrain constraints, one module per id category."""
