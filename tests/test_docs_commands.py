@@ -8,17 +8,21 @@ has (a model folder, an inference server, a cluster) are skipped with that reaso
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
+import tarfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from genlab.cli import main
+from genlab.ifbench import nlp
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
+IFBENCH_FIXTURES = ROOT / "tests" / "ifbench" / "fixtures"
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 NEEDS_USER = {  # pattern in the command -> why the test cannot run it here
@@ -103,22 +107,51 @@ def sandbox(tmp_path_factory) -> Path:
     header = "model," + ",".join(f"x{j}" for j in range(40)) + "\n"
     rows = "".join(f"{m}," + ",".join(map(str, r)) + "\n" for m, r in zip(models, correct))
     (box / "C.csv").write_text(header + rows)
-    for name in ("IFBench_test.jsonl", "input_data.jsonl"):
-        source = next(SHARED_DATA.rglob(name), None)
-        if source is not None:
-            (box / name).write_bytes(source.read_bytes())
+    write_ifbench_inputs(box)
     return box
+
+
+def write_ifbench_inputs(box: Path) -> None:
+    """The official prompt files, responses to them, an lm-eval samples file, an inspect_ai log, NLTK data."""
+    responses = []
+    for name in ("IFBench_test.jsonl", "input_data.jsonl"):
+        source = next(SHARED_DATA.rglob(name))
+        (box / name).write_bytes(source.read_bytes())
+        for i, line in enumerate(source.read_text().splitlines()):
+            responses.append({"prompt": json.loads(line)["prompt"], "response": "A short answer. " * (i % 5 + 1)})
+    for name in ("my_model.jsonl", "base.jsonl", "tuned.jsonl"):
+        (box / name).write_text("".join(json.dumps(r) + "\n" for r in responses))
+        responses = [{**r, "response": r["response"].upper()} for r in responses]
+    (box / "samples_ifeval_2026-01-01T00-00-00.jsonl").write_bytes(
+        next(IFBENCH_FIXTURES.glob("samples_ifeval_*")).read_bytes()
+    )
+    (box / "logs").mkdir()
+    (box / "logs" / "2026-01-01_ifeval_abc.eval").write_bytes((IFBENCH_FIXTURES / "inspect_ifeval.eval").read_bytes())
+    (box / "my_prompts.txt").write_text("Describe a lighthouse.\nExplain how bread rises.\n")
+    with tarfile.open(box / "nltk_data.tar.gz", "w:gz") as tar:
+        tar.add(SHARED_DATA.parent / "nltk_data", arcname="nltk_data")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    """A run store holding one smoke run, so `report`, `list` and `show` have something to read in any order."""
+    root = tmp_path_factory.mktemp("docs-store")
+    main(["run", "phi-curve", "--preset", "smoke", "--root", str(root)])
+    return root
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", CASES)
-def test_documented_command_runs(command, sandbox, tmp_path_factory, monkeypatch, capsys):
+def test_documented_command_runs(command, sandbox, store, monkeypatch, capsys, request):
     reason = next((why for pattern, why in NEEDS_USER.items() if pattern in command), None)
     if reason:
         pytest.skip(f"needs {reason}")
-    args = for_ci(shlex.split(command)[1:], tmp_path_factory.getbasetemp() / "docs-store")
+    args = for_ci(shlex.split(command)[1:], store)
     monkeypatch.chdir(sandbox)
     monkeypatch.setenv("BROWSER", "true")  # `--open` opens nothing in CI
+    monkeypatch.setenv("NLTK_DATA", str(SHARED_DATA.parent / "nltk_data"))  # as after `genlab ifbench setup`
+    nlp.reset()
+    request.addfinalizer(nlp.reset)
     try:
         main(args)
         code = 0
