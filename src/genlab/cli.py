@@ -186,19 +186,26 @@ def list_cmd(root: RootOpt = Path("runs"), as_json: JsonOpt = False) -> None:
         return
     from rich.table import Table
 
+    console = _console()
+    wide = console.width >= 120  # the paper title only where it fits; the arXiv id always
     table = Table(title="genlab studies")
     table.add_column("study", no_wrap=True)
-    table.add_column("paper", overflow="fold", ratio=3)
-    table.add_column("claims", justify="right")
+    table.add_column("arXiv", no_wrap=True)
+    if wide:
+        table.add_column("paper", overflow="ellipsis", no_wrap=True, max_width=40)
+    table.add_column("claims", justify="right", no_wrap=True)
     table.add_column("smoke / quick", justify="right", no_wrap=True)
-    table.add_column("last quick verdicts", overflow="fold", ratio=1)
+    table.add_column("last quick verdicts", overflow="fold")
     for r in rows:
         verdicts = ", ".join(f"[{_verdict_style(k)}]{n} {k}[/]" for k, n in r["last_verdicts"].items()) or "-"
         t = r["typical_seconds"]
         times = f"{_fmt_seconds(t['smoke'])} / {_fmt_seconds(t['quick'])}" if t else "-"
         claims = f"{r['claims']}" + (f" ({r['identity_claims']} id.)" if r["identity_claims"] else "")
-        table.add_row(r["name"], f"{_esc(r['paper'])} ({r['arxiv']})", claims, times, verdicts)
-    _console().print(table)
+        arxiv = r["arxiv"].removeprefix("arXiv:")
+        arxiv = arxiv if arxiv[:1].isdigit() else "-"
+        paper = [_esc(r["paper"])] if wide else []
+        table.add_row(r["name"], arxiv, *paper, claims, times, verdicts)
+    console.print(table)
 
 
 @app.command("show")

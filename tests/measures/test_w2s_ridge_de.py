@@ -8,13 +8,13 @@ from threadpoolctl import threadpool_limits
 
 from genlab.measures.w2s_ridge import (
     best_shrinkage_isotropic,
-    df,
+    dof,
     effective_regularization,
     lambda_opt_isotropic,
     mc_w2s,
-    ridge_de,
     student_de,
     w2s_de,
+    weighted_ridge_de,
 )
 
 
@@ -34,14 +34,14 @@ def test_effective_regularization_solves_its_equation():
     for n, lam in [(50, 1e-3), (50, 0.3), (400, 1e-2), (400, 5.0)]:
         k = effective_regularization(eigs, lam, n)
         assert k > 0
-        assert k * (1 - df(eigs, k) / n) == pytest.approx(lam, rel=1e-8, abs=1e-12)
+        assert k * (1 - dof(eigs, k) / n) == pytest.approx(lam, rel=1e-8, abs=1e-12)
 
 
 def test_effective_regularization_ridgeless_limits():
     eigs = np.linspace(0.5, 2.0, 80)
     assert effective_regularization(eigs, 0.0, 200) == 0.0  # OLS
     k = effective_regularization(eigs, 0.0, 40)  # min-norm interpolation: df1 = n
-    assert df(eigs, k) == pytest.approx(40, rel=1e-9)
+    assert dof(eigs, k) == pytest.approx(40, rel=1e-9)
     with pytest.raises(ValueError):
         effective_regularization(eigs, 0.0, 80)
     with pytest.raises(ValueError):
@@ -51,7 +51,7 @@ def test_effective_regularization_ridgeless_limits():
 def test_ols_closed_form():
     # Σ = I, λ = 0, n > d: excess risk σ² d / (n − d) (the exact value is σ² d / (n − d − 1))
     d, n, s2 = 50, 150, 0.7
-    t = ridge_de(np.ones(d), _unit(d), s2, n, 0.0)
+    t = weighted_ridge_de(np.ones(d), _unit(d), s2, n, 0.0)
     assert t.excess == pytest.approx(s2 * d / (n - d), rel=1e-12)
     assert t.bias == pytest.approx(0.0, abs=1e-15)
 
@@ -61,14 +61,14 @@ def test_lambda_opt_is_the_de_minimiser():
     beta = _unit(d)
     lam_opt = lambda_opt_isotropic(s2, d, n, 1.0)
     grid = lam_opt * np.logspace(-1, 1, 201)
-    risk = [ridge_de(np.ones(d), beta, s2, n, lam).test_mse for lam in grid]
+    risk = [weighted_ridge_de(np.ones(d), beta, s2, n, lam).test_mse for lam in grid]
     assert grid[int(np.argmin(risk))] == pytest.approx(lam_opt, rel=0.03)
 
 
 def test_ridgeless_student_with_m_greater_than_d_copies_the_teacher():
     d, s2 = 60, 0.5
     eigs, beta = 2.0 / np.arange(1, d + 1), np.arange(1, d + 1) ** -0.5
-    t = ridge_de(eigs, beta, s2, 40, 0.05)
+    t = weighted_ridge_de(eigs, beta, s2, 40, 0.05)
     st = student_de(eigs, beta, s2, t, 200, 0.0)
     assert st.test_mse == pytest.approx(t.test_mse, rel=1e-12)
     tm, sm = mc_w2s(eigs, beta, s2, 40, 200, [0.05], [0.0], 3, np.random.default_rng(0))
@@ -78,8 +78,8 @@ def test_ridgeless_student_with_m_greater_than_d_copies_the_teacher():
 def test_uniform_weighting_is_a_rescaled_lambda():
     d, s2 = 80, 0.4
     eigs, beta = 1.0 / np.arange(1, d + 1) ** 0.8, _unit(d, 3)
-    a = ridge_de(eigs, beta, s2, 50, 0.2, gamma=np.full(d, 3.0))
-    b = ridge_de(eigs, beta, s2, 50, 0.6)
+    a = weighted_ridge_de(eigs, beta, s2, 50, 0.2, gamma=np.full(d, 3.0))
+    b = weighted_ridge_de(eigs, beta, s2, 50, 0.6)
     assert a.test_mse == pytest.approx(b.test_mse, rel=1e-9)
     np.testing.assert_allclose(a.mean_error, b.mean_error, rtol=1e-8, atol=1e-14)
     sa = student_de(eigs, beta, s2, a, 120, 0.1, gamma=np.full(d, 2.0))
@@ -91,8 +91,9 @@ def test_best_shrinkage_closed_form_isotropic():
     d, n, s2 = 100, 50, 1.0
     beta = _unit(d)
     lam_opt = lambda_opt_isotropic(s2, d, n, 1.0)
-    assert best_shrinkage_isotropic(ridge_de(np.ones(d), beta, s2, n, lam_opt), beta) == pytest.approx(0.0, abs=1e-9)
-    t = ridge_de(np.ones(d), beta, s2, n, 0.05 * lam_opt)
+    at_opt = weighted_ridge_de(np.ones(d), beta, s2, n, lam_opt)
+    assert best_shrinkage_isotropic(at_opt, beta) == pytest.approx(0.0, abs=1e-9)
+    t = weighted_ridge_de(np.ones(d), beta, s2, n, 0.05 * lam_opt)
     star = best_shrinkage_isotropic(t, beta)
     assert star > 0.1
     # with m -> infinity the DE student curve is minimised at λ_S*
@@ -125,16 +126,16 @@ def test_student_beats_under_regularised_teacher_but_not_optimal_one():
     lam_opt = lambda_opt_isotropic(s2, d, n, 1.0)
     grid = np.concatenate([[0.0], np.logspace(-3, 2, 200)])
     for factor, wins in [(0.05, True), (1.0, False), (5.0, False)]:
-        t = ridge_de(np.ones(d), beta, s2, n, factor * lam_opt)
+        t = weighted_ridge_de(np.ones(d), beta, s2, n, factor * lam_opt)
         best = min(student_de(np.ones(d), beta, s2, t, m, ls).test_mse for ls in grid)
         assert (best < t.test_mse - 1e-3) == wins
 
 
 def test_bad_inputs_raise():
     with pytest.raises(ValueError):
-        ridge_de(np.array([1.0, -1.0]), np.ones(2), 0.1, 10, 0.1)
+        weighted_ridge_de(np.array([1.0, -1.0]), np.ones(2), 0.1, 10, 0.1)
     with pytest.raises(ValueError):
-        ridge_de(np.ones(3), np.ones(3), 0.1, 10, 0.1, gamma=np.array([1.0, 0.0, 1.0]))
+        weighted_ridge_de(np.ones(3), np.ones(3), 0.1, 10, 0.1, gamma=np.array([1.0, 0.0, 1.0]))
     with pytest.raises(ValueError):
         mc_w2s(np.ones(3), np.ones(3), 0.1, 0, 5, [0.1], [0.1], 2, np.random.default_rng(0))
 
@@ -144,7 +145,8 @@ def test_teacher_risk_agrees_with_the_shared_unnormalised_ridge_de():
 
     d, n, lam, s2 = 120, 80, 0.07, 0.6
     eigs, beta = 2.0 / np.arange(1, d + 1) ** 0.9, np.arange(1, d + 1) ** -0.6
-    ours = ridge_de(eigs, beta, s2, n, lam)
-    shared = de.ridge_de(eigs, beta, n, n * lam, noise_var=s2)  # (XᵀX + nλ I) ≡ (XᵀX/n + λ I)
+    ours = weighted_ridge_de(eigs, beta, s2, n, lam)
+    shared = de.ridge_de(eigs, beta, n, lam, noise_var=s2, normalisation="mean")
+    assert de.ridge_de(eigs, beta, n, n * lam, noise_var=s2).risk == pytest.approx(shared.risk, rel=1e-12)
     assert ours.excess == pytest.approx(float(shared.risk), rel=1e-8)
     assert ours.kappa == pytest.approx(float(shared.lambda_star), rel=1e-8)

@@ -5,8 +5,10 @@ random-features DE of Bach 2023 / Defilippis et al. 2024 that it builds on). Eve
 diagonal covariance ``spectrum`` ξ (eigenvalues of Σ, shape ``(k,)``) and the target's coefficients
 ``beta_star`` in that eigenbasis (shape ``(k,)``). Notation: df_m(κ) = Tr(Σᵐ (Σ + κ)⁻ᵐ).
 
-**Linear ridge** (unnormalised): β̂ = (XᵀX + λI)⁻¹Xᵀy with x ~ N(0, Σ), y = ⟨β*, x⟩ + ε, Var ε = σ².
-The effective regularisation λ* solves n − λ/λ* = df₁(λ*).
+**Linear ridge**: β̂ = (XᵀX + λI)⁻¹Xᵀy with x ~ N(0, Σ), y = ⟨β*, x⟩ + ε, Var ε = σ² (``normalisation="sum"``,
+the default; ``"mean"`` takes λ of (XᵀX/n + λI)⁻¹Xᵀy/n). The effective regularisation λ* solves
+n − λ/λ* = df₁(λ*). The weighted and teacher–student ridge of weak-to-strong generalisation
+(:mod:`genlab.measures.w2s_ridge`) is built on the same solver.
 
 **Random-features ridge (RFRR)**: latent g ~ N(0, I_k), y = ⟨g, β*⟩ + ε, features z = Fg/√p with the p rows
 of F drawn from N(0, Σ); â = (ZᵀZ + λI)⁻¹Zᵀy. Excess risk R = ‖β* − Fᵀâ/√p‖², norm N = ‖â‖². The pair
@@ -25,9 +27,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from typing import Literal
 
 import numpy as np
 
+Normalisation = Literal["sum", "mean"]  # (XᵀX + λ) or (XᵀX/n + λ): see ridge_lambda_star
 _CHUNK = 1 << 21  # grid points × spectrum entries evaluated at once
 _MAX_NEWTON = 200
 _LAST_ITERATIONS = [0]  # Newton iterations of the last root-find (for benchmarks)
@@ -184,10 +188,21 @@ def _solve_increasing(
 # ---------------------------------------------------------------------------------------------------------
 # linear ridge
 # ---------------------------------------------------------------------------------------------------------
-def ridge_lambda_star(spectrum: np.ndarray, n: np.ndarray | float, lam: np.ndarray | float) -> np.ndarray:
-    """Effective regularisation λ* > 0 solving n − λ/λ* = df₁(λ*), broadcast over ``n`` and ``lam``."""
+def ridge_lambda_star(
+    spectrum: np.ndarray, n: np.ndarray | float, lam: np.ndarray | float, normalisation: Normalisation = "sum"
+) -> np.ndarray:
+    """Effective regularisation λ* > 0 solving n − λ/λ* = df₁(λ*), broadcast over ``n`` and ``lam``.
+
+    ``normalisation`` says which ridge ``lam`` belongs to: ``"sum"`` for (XᵀX + λI)⁻¹Xᵀy (this module's
+    convention), ``"mean"`` for (XᵀX/n + λI)⁻¹Xᵀy/n (λ on the scale of Σ's eigenvalues, as in weak-to-strong
+    ridge); the two are the same estimator with λ_sum = n·λ_mean, and the solution λ* is the same κ.
+    """
     (xi,) = _check_spectrum(spectrum)
     n_arr, lam_arr = np.broadcast_arrays(_positive("n", n), _positive("lam", lam))
+    if normalisation == "mean":
+        lam_arr = n_arr * lam_arr
+    elif normalisation != "sum":
+        raise ValueError(f"normalisation must be 'sum' or 'mean', got {normalisation!r}")
     shape = n_arr.shape
     n_arr, lam_arr = n_arr.astype(np.float64).ravel(), lam_arr.astype(np.float64).ravel()
 
@@ -230,8 +245,10 @@ def ridge_de(
     n: np.ndarray | float,
     lam: np.ndarray | float,
     noise_var: float = 0.0,
+    normalisation: Normalisation = "sum",
 ) -> RidgeDE:
-    """DE of risk and squared norm for unnormalised linear ridge (see the module docstring).
+    """DE of risk and squared norm for linear ridge (module docstring; ``normalisation`` as in
+    :func:`ridge_lambda_star`).
 
     R̄ = λ*²⟨β*, Σ(Σ+λ*)⁻²β*⟩/(1 − df₂/n) + σ² df₂/(n − df₂);
     N̄ = ⟨β*, Σ²(Σ+λ*)⁻²β*⟩ + Tr(Σ(Σ+λ*)⁻²)/n · λ*²⟨β*, Σ(Σ+λ*)⁻²β*⟩/(1 − df₂/n) + σ² Tr(Σ(Σ+λ*)⁻²)/(n − df₂).
@@ -240,7 +257,7 @@ def ridge_de(
     if noise_var < 0:
         raise ValueError(f"noise_var must be >= 0, got {noise_var}")
     n_arr, lam_arr = np.broadcast_arrays(_positive("n", n), _positive("lam", lam))
-    ls = ridge_lambda_star(xi, n_arr, lam_arr)
+    ls = ridge_lambda_star(xi, n_arr, lam_arr, normalisation)
     m = _moments(xi, beta, ls)
     shrink = 1.0 - m.df2 / n_arr
     bias_risk = ls**2 * m.b_s_k2 / shrink

@@ -28,15 +28,15 @@ from scipy.optimize import brentq
 from genlab.measures.deterministic_equivalents import ridge_lambda_star
 
 __all__ = [
-    "RidgeDE",
+    "WeightedRidgeDE",
     "best_shrinkage_isotropic",
-    "df",
+    "dof",
     "effective_regularization",
     "lambda_opt_isotropic",
     "mc_w2s",
-    "ridge_de",
     "student_de",
     "w2s_de",
+    "weighted_ridge_de",
 ]
 
 
@@ -54,8 +54,8 @@ def _check_spectrum(eigs: np.ndarray) -> np.ndarray:
     return eigs
 
 
-def df(eigs: np.ndarray, kappa: float, k: int = 1) -> float:
-    """Degrees of freedom df_k(κ) = Tr(Σᵏ (Σ + κ)⁻ᵏ)."""
+def dof(eigs: np.ndarray, kappa: float, k: int = 1) -> float:
+    """Degrees of freedom df_k(κ) = Tr(Σᵏ (Σ + κ)⁻ᵏ) for one κ ≥ 0 (κ = 0: the ridgeless limits)."""
     eigs = np.asarray(eigs, dtype=float)
     return float(np.sum((eigs / (eigs + kappa)) ** k))
 
@@ -63,8 +63,8 @@ def df(eigs: np.ndarray, kappa: float, k: int = 1) -> float:
 def effective_regularization(eigs: np.ndarray, lam: float, n: int) -> float:
     """κ ≥ 0 solving λ = κ (1 − df₁(κ)/n) (normalisation XᵀX/n).
 
-    For λ > 0 this is :func:`genlab.measures.deterministic_equivalents.ridge_lambda_star` (unnormalised
-    ridge with λ_unnorm = nλ). For λ = 0 and n > d the answer is κ = 0 (OLS); for λ = 0 and n < d it is the κ
+    For λ > 0 this is :func:`genlab.measures.deterministic_equivalents.ridge_lambda_star` with
+    ``normalisation="mean"``. For λ = 0 and n > d the answer is κ = 0 (OLS); for λ = 0 and n < d it is the κ
     with df₁(κ) = n (minimum-norm interpolation), found in log κ where 1 − df₁(κ)/n is increasing.
     """
     eigs = _check_spectrum(eigs)
@@ -80,12 +80,11 @@ def effective_regularization(eigs: np.ndarray, lam: float, n: int) -> float:
             raise ValueError("ridgeless regression with n == d is at the interpolation threshold (infinite risk)")
 
     if lam > 0.0:
-        # shared solver (unnormalised convention: λ_unnorm = n λ); it solves n − nλ/κ = df₁(κ)
-        return float(ridge_lambda_star(eigs, float(n), float(n) * lam))
+        return float(ridge_lambda_star(eigs, float(n), lam, normalisation="mean"))
 
     def g(logk: float) -> float:
         k = np.exp(logk)
-        return 1.0 - df(eigs, k) / n - lam / k
+        return 1.0 - dof(eigs, k) / n - lam / k
 
     scale = float(np.max(eigs))
     lo, hi = np.log(scale * 1e-14 + 1e-300), np.log(scale * 1e8 + lam * 10 + 1.0)
@@ -95,7 +94,7 @@ def effective_regularization(eigs: np.ndarray, lam: float, n: int) -> float:
 
 
 @dataclass(frozen=True)
-class RidgeDE:
+class WeightedRidgeDE:
     """Deterministic equivalent of one (weighted) ridge fit, in the eigenbasis of Σ.
 
     ``mean_error`` is E[ŵ − β] (vector), ``sq_error`` the diagonal of E[(ŵ − β)(ŵ − β)ᵀ]; ``excess`` the
@@ -117,14 +116,14 @@ class RidgeDE:
         return self.sq_error + 2.0 * beta * self.mean_error + beta**2
 
 
-def ridge_de(
+def weighted_ridge_de(
     eigs: np.ndarray,
     beta: np.ndarray,
     sigma2: float,
     n: int,
     lam: float,
     gamma: np.ndarray | None = None,
-) -> RidgeDE:
+) -> WeightedRidgeDE:
     """DE of ridge ŵ = (XᵀX/n + λΓ)⁻¹XᵀY/n on n samples with label noise σ² (Γ diagonal, default I)."""
     eigs = _check_spectrum(eigs)
     d = eigs.size
@@ -136,7 +135,7 @@ def ridge_de(
         raise ValueError("sigma2 must be >= 0")
     s, b = eigs / g, np.sqrt(g) * beta  # transformed coordinates
     kappa = effective_regularization(s, lam, n)
-    d1, d2 = df(s, kappa, 1), df(s, kappa, 2)
+    d1, d2 = dof(s, kappa, 1), dof(s, kappa, 2)
     if n - d2 <= 0:
         raise ValueError("degenerate ridge (n <= df2): the risk diverges")
     shrink = kappa / (s + kappa)
@@ -146,7 +145,7 @@ def ridge_de(
     mean_err_t = -shrink * b
     sq_err_t = (shrink * b) ** 2 + tau2_over_n * s / (s + kappa) ** 2
     excess = bias + variance
-    return RidgeDE(
+    return WeightedRidgeDE(
         kappa=kappa,
         df1=d1,
         df2=d2,
@@ -163,11 +162,11 @@ def student_de(
     eigs: np.ndarray,
     beta: np.ndarray,
     sigma2: float,
-    teacher: RidgeDE,
+    teacher: WeightedRidgeDE,
     m: int,
     lam: float,
     gamma: np.ndarray | None = None,
-) -> RidgeDE:
+) -> WeightedRidgeDE:
     """DE of the student ridge fitted to noiseless teacher labels on m fresh inputs.
 
     With S = (Σ' + κ_S)⁻¹ in the student's transformed coordinates (Σ' = Σ/Γ, β' = √Γβ, ŵ'_T = √Γŵ_T):
@@ -186,7 +185,7 @@ def student_de(
     q = g * teacher.sq_error
     second = q + 2.0 * b * e + b**2  # diag E[ŵ'_T ŵ'_Tᵀ]
     kappa = effective_regularization(s, lam, m)
-    d1, d2 = df(s, kappa, 1), df(s, kappa, 2)
+    d1, d2 = dof(s, kappa, 1), dof(s, kappa, 2)
     if m - d2 <= 0:
         raise ValueError("degenerate student ridge (m <= df2)")
     S2 = 1.0 / (s + kappa) ** 2
@@ -195,7 +194,7 @@ def student_de(
     variance = tau2 / m * d2
     excess = core + variance
     nan = np.full(d, np.nan)
-    return RidgeDE(kappa, d1, d2, core, variance, excess, excess + sigma2, nan, nan)
+    return WeightedRidgeDE(kappa, d1, d2, core, variance, excess, excess + sigma2, nan, nan)
 
 
 def w2s_de(
@@ -210,7 +209,7 @@ def w2s_de(
     gamma_s: np.ndarray | None = None,
 ) -> tuple[float, float]:
     """(teacher test MSE, student test MSE) predicted by the DE."""
-    t = ridge_de(eigs, beta, sigma2, n, lam_t, gamma_t)
+    t = weighted_ridge_de(eigs, beta, sigma2, n, lam_t, gamma_t)
     st = student_de(eigs, beta, sigma2, t, m, lam_s, gamma_s)
     return t.test_mse, st.test_mse
 
@@ -222,7 +221,7 @@ def lambda_opt_isotropic(sigma2: float, d: int, n: int, beta_norm2: float) -> fl
     return sigma2 * d / (n * beta_norm2)
 
 
-def best_shrinkage_isotropic(teacher: RidgeDE, beta: np.ndarray) -> float:
+def best_shrinkage_isotropic(teacher: WeightedRidgeDE, beta: np.ndarray) -> float:
     """Best student λ_S* = max(0, E‖ŵ_T‖²/E⟨ŵ_T, β⟩ − 1) in the limit Σ = I, m → ∞ (student = ŵ_T/(1+λ_S))."""
     beta = np.asarray(beta, dtype=float)
     norm2 = float(np.sum(teacher.second_moment(beta)))

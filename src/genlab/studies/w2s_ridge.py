@@ -19,8 +19,8 @@ from genlab.measures.w2s_ridge import (
     best_shrinkage_isotropic,
     lambda_opt_isotropic,
     mc_w2s,
-    ridge_de,
     student_de,
+    weighted_ridge_de,
 )
 from genlab.measures.weak_to_strong import weak_to_strong
 
@@ -337,14 +337,14 @@ class W2SRidge(Study):
 
         # --- DE-only: teacher λ_opt check and the (λ_T, λ_S) heat map ---------------------------
         lam_grid = lam_opt * np.logspace(-2, 2, 161)
-        t_curve = np.array([ridge_de(eigs, beta, s2, n, lt).test_mse for lt in lam_grid])
+        t_curve = np.array([weighted_ridge_de(eigs, beta, s2, n, lt).test_mse for lt in lam_grid])
         lam_opt_de = float(lam_grid[np.argmin(t_curve)])
         ctx.log(f"λ_opt closed form {lam_opt:.4g}, DE grid argmin {lam_opt_de:.4g}")
         heat_t = lam_opt * np.logspace(-2.5, 1.5, cfg.heat_res)
         heat_s = np.logspace(-3, 1.5, cfg.heat_res)
         heat_gain = np.empty((cfg.heat_res, cfg.heat_res))
         for i, lt in enumerate(heat_t):
-            t = ridge_de(eigs, beta, s2, n, lt)
+            t = weighted_ridge_de(eigs, beta, s2, n, lt)
             heat_gain[i] = de_student_curve(t, m_big, heat_s) - t.test_mse
 
         # --- sweep over λ_T at m = m_over_d·d: DE + MC -------------------------------------------
@@ -352,7 +352,7 @@ class W2SRidge(Study):
         t_mc, s_mc = mc_w2s(eigs, beta, s2, n, m_big, lam_t, lam_s_mc, cfg.reps, ctx.rng("mc", "sweep"))
         de_t, de_s, de_best, de_best_lam, lam_star = [], [], [], [], []
         for lt in lam_t:
-            t = ridge_de(eigs, beta, s2, n, lt)
+            t = weighted_ridge_de(eigs, beta, s2, n, lt)
             de_t.append(t.test_mse)
             de_s.append(de_student_curve(t, m_big, lam_s_mc))
             fine = de_student_curve(t, m_big, lam_s_fine)
@@ -391,7 +391,7 @@ class W2SRidge(Study):
         for key in ("de_ridgeless_gain", "mc_ridgeless_gain", "mc_ridgeless_gain_se", "de_best_gain"):
             for tk in teachers:
                 regime[f"{key}_{tk}"] = []
-        tde = {k: ridge_de(eigs, beta, s2, n, v) for k, v in teachers.items()}
+        tde = {k: weighted_ridge_de(eigs, beta, s2, n, v) for k, v in teachers.items()}
         lam_s_reg = np.concatenate([[0.0], np.logspace(-3, 1.5, 10)])
         for ratio in cfg.m_over_d_regime:
             mm = max(2, round(ratio * d))
@@ -418,7 +418,7 @@ class W2SRidge(Study):
         beta_sp /= np.linalg.norm(beta_sp)
         gamma = np.ones(d)
         gamma[: cfg.spike_k] = cfg.spike_gamma
-        t_sp = ridge_de(eigs, beta_sp, s2, n, lam_opt)
+        t_sp = weighted_ridge_de(eigs, beta_sp, s2, n, lam_opt)
         lam_s_w = np.concatenate([[0.0], np.logspace(-3, np.log10(30.0), cfg.n_lam_s - 1)])
         de_plain = np.array([student_de(eigs, beta_sp, s2, t_sp, m_big, ls).test_mse for ls in lam_s_w])
         de_w = np.array([student_de(eigs, beta_sp, s2, t_sp, m_big, ls, gamma).test_mse for ls in lam_s_w])
@@ -461,7 +461,7 @@ class W2SRidge(Study):
         eig_pw, beta_pw = 3.0 / idx, idx**-0.75
         aniso = []
         for nn_, mm_, lt_, ls_ in ((n, m_big, 1e-3, 0.1), (round(1.5 * d), round(0.67 * d), 1e-2, 0.05)):
-            t = ridge_de(eig_pw, beta_pw, s2, nn_, lt_)
+            t = weighted_ridge_de(eig_pw, beta_pw, s2, nn_, lt_)
             st = student_de(eig_pw, beta_pw, s2, t, mm_, ls_)
             tm, sm = mc_w2s(eig_pw, beta_pw, s2, nn_, mm_, [lt_], [ls_], cfg.aniso_reps, ctx.rng("mc", "pow", nn_))
             points += [(t.test_mse, float(tm.mean()), False), (st.test_mse, float(sm.mean()), False)]
