@@ -23,7 +23,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from genlab.measures.deterministic_equivalents import rf_ridge_de, ridge_de
-from genlab.studies.phi_curve import power_law_problem, rf_ridge_mc, ridge_mc, size_grid
+from genlab.measures.ridge_simulation import power_law_problem, rf_ridge_mc, ridge_mc
+from genlab.studies.phi_curve import size_grid
 
 
 def _time(fn, repeat: int = 3) -> float:

@@ -9,17 +9,8 @@ import pytest
 
 from genlab.harness import RunContext
 from genlab.harness.study import _REGISTRY
-from genlab.studies.phi_curve import (
-    PhiCurve,
-    affine_fit,
-    count_peaks,
-    de_agreement,
-    digits_rf_mc,
-    power_law_problem,
-    rf_ridge_mc,
-    ridge_mc,
-    size_grid,
-)
+from genlab.measures.ridge_simulation import de_agreement, digits_rf_mc, power_law_problem, rf_ridge_mc, ridge_mc
+from genlab.studies.phi_curve import PhiCurve, affine_fit, count_peaks, size_grid
 
 
 def test_rf_mc_equals_direct_solves_on_the_same_draws() -> None:
