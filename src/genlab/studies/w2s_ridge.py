@@ -16,6 +16,7 @@ import numpy as np
 
 from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
 from genlab.measures.w2s_ridge import (
+    WeightedRidgeDE,
     best_shrinkage_isotropic,
     lambda_opt_isotropic,
     mc_w2s,
@@ -319,198 +320,26 @@ class W2SRidge(Study):
             return self._run(cfg, ctx)
 
     def _run(self, cfg: W2SRidge.Config, ctx: RunContext) -> dict[str, Any]:
-        d, s2 = cfg.d, cfg.sigma2
-        n = max(2, round(cfg.n_over_d * d))
-        m_big = max(2, round(cfg.m_over_d * d))
-        eigs = np.ones(d)
-        rng_beta = ctx.rng("beta")
-        beta = rng_beta.standard_normal(d)
-        beta /= np.linalg.norm(beta)
-        lam_opt = lambda_opt_isotropic(s2, d, n, 1.0)
-        lam_t = lam_opt * np.asarray(cfg.lam_t_factors, dtype=float)
-        lam_s_mc = np.concatenate([[0.0], np.logspace(-3, np.log10(30.0), cfg.n_lam_s - 1)])
-        lam_s_fine = np.concatenate([[0.0], np.logspace(-4, 2, 241)])
-        points: list[tuple[float, float, bool]] = []  # (DE, MC mean, near-interpolation flag)
-
-        def de_student_curve(teacher, m, lams):
-            return np.array([student_de(eigs, beta, s2, teacher, m, ls).test_mse for ls in lams])
-
-        # --- DE-only: teacher λ_opt check and the (λ_T, λ_S) heat map ---------------------------
-        lam_grid = lam_opt * np.logspace(-2, 2, 161)
-        t_curve = np.array([weighted_ridge_de(eigs, beta, s2, n, lt).test_mse for lt in lam_grid])
-        lam_opt_de = float(lam_grid[np.argmin(t_curve)])
-        ctx.log(f"λ_opt closed form {lam_opt:.4g}, DE grid argmin {lam_opt_de:.4g}")
-        heat_t = lam_opt * np.logspace(-2.5, 1.5, cfg.heat_res)
-        heat_s = np.logspace(-3, 1.5, cfg.heat_res)
-        heat_gain = np.empty((cfg.heat_res, cfg.heat_res))
-        for i, lt in enumerate(heat_t):
-            t = weighted_ridge_de(eigs, beta, s2, n, lt)
-            heat_gain[i] = de_student_curve(t, m_big, heat_s) - t.test_mse
-
-        # --- sweep over λ_T at m = m_over_d·d: DE + MC -------------------------------------------
-        ctx.log(f"MC sweep: d={d} n={n} m={m_big} reps={cfg.reps}")
-        t_mc, s_mc = mc_w2s(eigs, beta, s2, n, m_big, lam_t, lam_s_mc, cfg.reps, ctx.rng("mc", "sweep"))
-        de_t, de_s, de_best, de_best_lam, lam_star = [], [], [], [], []
-        for lt in lam_t:
-            t = weighted_ridge_de(eigs, beta, s2, n, lt)
-            de_t.append(t.test_mse)
-            de_s.append(de_student_curve(t, m_big, lam_s_mc))
-            fine = de_student_curve(t, m_big, lam_s_fine)
-            de_best.append(float(fine.min() - t.test_mse))
-            de_best_lam.append(float(lam_s_fine[np.argmin(fine)]))
-            lam_star.append(best_shrinkage_isotropic(t, beta))
-        gain_mc = s_mc - t_mc[:, :, None]  # (reps, nT, nS)
-        mean_gain = gain_mc.mean(0)
-        best_j = np.argmin(mean_gain, axis=1)
-        mc_best = mean_gain[np.arange(lam_t.size), best_j]
-        mc_best_se = gain_mc[:, np.arange(lam_t.size), best_j].std(0, ddof=1) / np.sqrt(cfg.reps)
-        for i in range(lam_t.size):
-            points.append((de_t[i], float(t_mc[:, i].mean()), False))
-            for j in range(lam_s_mc.size):
-                points.append((float(de_s[i][j]), float(s_mc[:, i, j].mean()), False))
-        sweep = {
-            "lam_t": lam_t,
-            "lam_t_factor": cfg.lam_t_factors,
-            "lam_s": lam_s_mc,
-            "de_teacher": de_t,
-            "de_student": np.array(de_s),
-            "mc_teacher": t_mc.mean(0),
-            "mc_teacher_se": t_mc.std(0, ddof=1) / np.sqrt(cfg.reps),
-            "mc_student": s_mc.mean(0),
-            "de_best_gain": de_best,
-            "de_best_lam_s": de_best_lam,
-            "mc_best_gain": mc_best,
-            "mc_best_gain_se": mc_best_se,
-            "mc_best_lam_s": lam_s_mc[best_j],
-            "lam_s_star_closed_form_m_inf": lam_star,
-        }
-
-        # --- regime: student sample size m/d, ridgeless and best student ------------------------
-        regime: dict[str, Any] = {"m_over_d": list(cfg.m_over_d_regime)}
-        teachers = {"under": lam_opt * min(cfg.lam_t_factors), "opt": lam_opt}
-        for key in ("de_ridgeless_gain", "mc_ridgeless_gain", "mc_ridgeless_gain_se", "de_best_gain"):
-            for tk in teachers:
-                regime[f"{key}_{tk}"] = []
-        tde = {k: weighted_ridge_de(eigs, beta, s2, n, v) for k, v in teachers.items()}
-        lam_s_reg = np.concatenate([[0.0], np.logspace(-3, 1.5, 10)])
-        for ratio in cfg.m_over_d_regime:
-            mm = max(2, round(ratio * d))
-            tm, sm = mc_w2s(eigs, beta, s2, n, mm, np.array(list(teachers.values())), lam_s_reg,
-                            cfg.reps, ctx.rng("mc", "regime", mm))
-            for k, (tk, t) in enumerate(tde.items()):
-                de0 = student_de(eigs, beta, s2, t, mm, 0.0).test_mse
-                regime[f"de_ridgeless_gain_{tk}"].append(de0 - t.test_mse)
-                g = sm[:, k, 0] - tm[:, k]
-                regime[f"mc_ridgeless_gain_{tk}"].append(float(g.mean()))
-                regime[f"mc_ridgeless_gain_se_{tk}"].append(float(g.std(ddof=1) / np.sqrt(cfg.reps)))
-                regime[f"de_best_gain_{tk}"].append(float(de_student_curve(t, mm, lam_s_fine).min() - t.test_mse))
-                near = 0.7 <= ratio <= 1.5
-                points.append((t.test_mse, float(tm[:, k].mean()), False))
-                for j, ls in enumerate(lam_s_reg):
-                    de_j = student_de(eigs, beta, s2, t, mm, ls).test_mse
-                    points.append((de_j, float(sm[:, k, j].mean()), near and j == 0))
-            ctx.log(f"regime m/d={ratio}: ridgeless gain under={regime['de_ridgeless_gain_under'][-1]:+.4f} "
-                    f"opt={regime['de_ridgeless_gain_opt'][-1]:+.4f} (DE)")
-
-        # --- weighted ridge with a spiked target --------------------------------------------------
-        beta_sp = np.zeros(d)
-        beta_sp[: cfg.spike_k] = rng_beta.standard_normal(cfg.spike_k)
-        beta_sp /= np.linalg.norm(beta_sp)
-        gamma = np.ones(d)
-        gamma[: cfg.spike_k] = cfg.spike_gamma
-        t_sp = weighted_ridge_de(eigs, beta_sp, s2, n, lam_opt)
-        lam_s_w = np.concatenate([[0.0], np.logspace(-3, np.log10(30.0), cfg.n_lam_s - 1)])
-        de_plain = np.array([student_de(eigs, beta_sp, s2, t_sp, m_big, ls).test_mse for ls in lam_s_w])
-        de_w = np.array([student_de(eigs, beta_sp, s2, t_sp, m_big, ls, gamma).test_mse for ls in lam_s_w])
-        de_w_fine = np.array([student_de(eigs, beta_sp, s2, t_sp, m_big, ls, gamma).test_mse for ls in lam_s_fine])
-        de_p_fine = np.array([student_de(eigs, beta_sp, s2, t_sp, m_big, ls).test_mse for ls in lam_s_fine])
-        rng_w = ctx.rng("mc", "weighted")
-        state = rng_w.bit_generator.state
-        tw, sw = mc_w2s(eigs, beta_sp, s2, n, m_big, np.array([lam_opt]), lam_s_w, cfg.reps, rng_w, gamma_s=gamma)
-        rng_w.bit_generator.state = state  # same teachers and student inputs for the plain student
-        tp, sp = mc_w2s(eigs, beta_sp, s2, n, m_big, np.array([lam_opt]), lam_s_w, cfg.reps, rng_w)
-        gw = sw[:, 0, :] - tw[:, :1]
-        jw = int(np.argmin(gw.mean(0)))
-        gp = sp[:, 0, :] - tp[:, :1]
-        jp = int(np.argmin(gp.mean(0)))
-        points.append((t_sp.test_mse, float(tw.mean()), False))
-        for j in range(lam_s_w.size):
-            points.append((float(de_w[j]), float(sw[:, 0, j].mean()), False))
-            points.append((float(de_plain[j]), float(sp[:, 0, j].mean()), False))
-        weighted = {
-            "lam_s": lam_s_w,
-            "lam_t": lam_opt,
-            "de_teacher": t_sp.test_mse,
-            "mc_teacher": float(tw.mean()),
-            "de_student_weighted": de_w,
-            "de_student_plain": de_plain,
-            "mc_student_weighted": sw[:, 0, :].mean(0),
-            "mc_student_plain": sp[:, 0, :].mean(0),
-            "de_best_gain_weighted": float(de_w_fine.min() - t_sp.test_mse),
-            "de_best_gain_plain": float(de_p_fine.min() - t_sp.test_mse),
-            "mc_best_gain_weighted": float(gw.mean(0)[jw]),
-            "mc_best_gain_weighted_se": float(gw[:, jw].std(ddof=1) / np.sqrt(cfg.reps)),
-            "mc_best_gain_plain": float(gp.mean(0)[jp]),
-            "mc_best_gain_plain_se": float(gp[:, jp].std(ddof=1) / np.sqrt(cfg.reps)),
-        }
-        ctx.log(f"weighted: DE best gain weighted {weighted['de_best_gain_weighted']:+.4f}, "
-                f"plain {weighted['de_best_gain_plain']:+.4f}")
-
-        # --- anisotropic (power-law) DE check ------------------------------------------------------
-        idx = np.arange(1, d + 1)
-        eig_pw, beta_pw = 3.0 / idx, idx**-0.75
-        aniso = []
-        for nn_, mm_, lt_, ls_ in ((n, m_big, 1e-3, 0.1), (round(1.5 * d), round(0.67 * d), 1e-2, 0.05)):
-            t = weighted_ridge_de(eig_pw, beta_pw, s2, nn_, lt_)
-            st = student_de(eig_pw, beta_pw, s2, t, mm_, ls_)
-            tm, sm = mc_w2s(eig_pw, beta_pw, s2, nn_, mm_, [lt_], [ls_], cfg.aniso_reps, ctx.rng("mc", "pow", nn_))
-            points += [(t.test_mse, float(tm.mean()), False), (st.test_mse, float(sm.mean()), False)]
-            aniso.append({"n": nn_, "m": mm_, "lam_t": lt_, "lam_s": ls_, "de_teacher": t.test_mse,
-                          "mc_teacher": float(tm.mean()), "de_student": st.test_mse, "mc_student": float(sm.mean())})
-
-        pts = np.array(points)
-        rel = np.abs(pts[:, 0] - pts[:, 1]) / pts[:, 1]
-        flag = pts[:, 2].astype(bool)
-        de_vs_mc = {
-            "points": int(len(pts)),
-            "max_rel_err": float(rel[~flag].max()),
-            "median_rel_err": float(np.median(rel[~flag])),
-            "max_rel_err_interp": float(rel[flag].max()) if flag.any() else 0.0,
-            "tol": cfg.tol,
-            "tol_interp": cfg.tol_interp,
-            "de": pts[:, 0],
-            "mc": pts[:, 1],
-            "interp": flag,
-        }
-        ctx.log(f"DE vs MC: max rel err {de_vs_mc['max_rel_err']:.4f} (interp {de_vs_mc['max_rel_err_interp']:.4f})")
-
-        # --- multi-index simulation -----------------------------------------------------------------
-        runs = [
-            multi_index_run(cfg.mi_d, cfg.mi_n, cfg.mi_m, cfg.mi_pre, cfg.mi_c, s2, 1e-2, 5000, ctx.rng("mi", r))
-            for r in range(cfg.mi_reps)
-        ]
-        keys = list(runs[0])
-        mi = {
-            "mean": {k: float(np.mean([r[k] for r in runs])) for k in keys},
-            "se": {k: float(np.std([r[k] for r in runs], ddof=1) / np.sqrt(len(runs))) for k in keys},
-            "noise_floor": s2,
-            "hard_variance": cfg.mi_c**2,
-        }
-        ctx.log("multi-index: " + ", ".join(f"{k}={v:.3f}" for k, v in mi["mean"].items()))
-
+        s = _setup(cfg, ctx)
+        heat, lam_opt_de = _de_landscape(s, cfg, ctx)
+        sweep, p_sweep = _teacher_sweep(s, cfg, ctx)
+        regime, p_regime = _student_size_regime(s, cfg, ctx)
+        weighted, p_weighted = _weighted_student(s, cfg, ctx)
+        aniso, p_aniso = _anisotropic_check(s, cfg, ctx)
+        de_vs_mc = _de_vs_mc(p_sweep + p_regime + p_weighted + p_aniso, cfg, ctx)
         return {
-            "d": d,
-            "n": n,
-            "m": m_big,
-            "lam_opt": lam_opt,
+            "d": s.d,
+            "n": s.n,
+            "m": s.m,
+            "lam_opt": s.lam_opt,
             "lam_opt_de_grid": lam_opt_de,
-            "heat": {"lam_t": heat_t, "lam_s": heat_s, "de_gain": heat_gain},
+            "heat": heat,
             "sweep": sweep,
             "regime": regime,
             "weighted": weighted,
             "aniso": aniso,
             "de_vs_mc": de_vs_mc,
-            "multi_index": mi,
+            "multi_index": _multi_index(cfg, ctx),
         }
 
     # ------------------------------------------------------------------------------------------------
@@ -609,3 +438,242 @@ class W2SRidge(Study):
             ),
         )
         return [path]
+
+
+# ----------------------------------------------------------------------------------------------------
+# the stages of a run; each DE/MC stage also returns its (DE, MC mean, near-interpolation) points
+# ----------------------------------------------------------------------------------------------------
+Points = list[tuple[float, float, bool]]
+
+
+@dataclass
+class _Setup:
+    """What every stage shares: Σ = I in d dimensions, a unit target, the teacher's sample size and λ_opt."""
+
+    d: int
+    s2: float
+    n: int
+    m: int
+    eigs: np.ndarray
+    beta: np.ndarray
+    rng_beta: np.random.Generator  # also draws the spiked target later: one stream, as before the split
+    lam_opt: float
+    lam_t: np.ndarray
+    lam_s_mc: np.ndarray
+    lam_s_fine: np.ndarray
+
+    def student_curve(self, teacher: WeightedRidgeDE, m: int, lams: np.ndarray) -> np.ndarray:
+        return np.array([student_de(self.eigs, self.beta, self.s2, teacher, m, ls).test_mse for ls in lams])
+
+
+def _setup(cfg: W2SRidge.Config, ctx: RunContext) -> _Setup:
+    d = cfg.d
+    n = max(2, round(cfg.n_over_d * d))
+    rng_beta = ctx.rng("beta")
+    beta = rng_beta.standard_normal(d)
+    beta /= np.linalg.norm(beta)
+    lam_opt = lambda_opt_isotropic(cfg.sigma2, d, n, 1.0)
+    return _Setup(
+        d=d,
+        s2=cfg.sigma2,
+        n=n,
+        m=max(2, round(cfg.m_over_d * d)),
+        eigs=np.ones(d),
+        beta=beta,
+        rng_beta=rng_beta,
+        lam_opt=lam_opt,
+        lam_t=lam_opt * np.asarray(cfg.lam_t_factors, dtype=float),
+        lam_s_mc=np.concatenate([[0.0], np.logspace(-3, np.log10(30.0), cfg.n_lam_s - 1)]),
+        lam_s_fine=np.concatenate([[0.0], np.logspace(-4, 2, 241)]),
+    )
+
+
+def _de_landscape(s: _Setup, cfg: W2SRidge.Config, ctx: RunContext) -> tuple[dict[str, Any], float]:
+    """DE only: the teacher's λ_opt on a grid (checks the closed form) and the (λ_T, λ_S) gain heat map."""
+    lam_grid = s.lam_opt * np.logspace(-2, 2, 161)
+    t_curve = np.array([weighted_ridge_de(s.eigs, s.beta, s.s2, s.n, lt).test_mse for lt in lam_grid])
+    lam_opt_de = float(lam_grid[np.argmin(t_curve)])
+    ctx.log(f"λ_opt closed form {s.lam_opt:.4g}, DE grid argmin {lam_opt_de:.4g}")
+    heat_t = s.lam_opt * np.logspace(-2.5, 1.5, cfg.heat_res)
+    heat_s = np.logspace(-3, 1.5, cfg.heat_res)
+    heat_gain = np.empty((cfg.heat_res, cfg.heat_res))
+    for i, lt in enumerate(heat_t):
+        t = weighted_ridge_de(s.eigs, s.beta, s.s2, s.n, lt)
+        heat_gain[i] = s.student_curve(t, s.m, heat_s) - t.test_mse
+    return {"lam_t": heat_t, "lam_s": heat_s, "de_gain": heat_gain}, lam_opt_de
+
+
+def _teacher_sweep(s: _Setup, cfg: W2SRidge.Config, ctx: RunContext) -> tuple[dict[str, Any], Points]:
+    """Sweep λ_T at m = m_over_d·d: the student's best gain over the teacher, DE and MC."""
+    ctx.log(f"MC sweep: d={s.d} n={s.n} m={s.m} reps={cfg.reps}")
+    lam_t, lam_s_mc = s.lam_t, s.lam_s_mc
+    t_mc, s_mc = mc_w2s(s.eigs, s.beta, s.s2, s.n, s.m, lam_t, lam_s_mc, cfg.reps, ctx.rng("mc", "sweep"))
+    de_t, de_s, de_best, de_best_lam, lam_star = [], [], [], [], []
+    for lt in lam_t:
+        t = weighted_ridge_de(s.eigs, s.beta, s.s2, s.n, lt)
+        de_t.append(t.test_mse)
+        de_s.append(s.student_curve(t, s.m, lam_s_mc))
+        fine = s.student_curve(t, s.m, s.lam_s_fine)
+        de_best.append(float(fine.min() - t.test_mse))
+        de_best_lam.append(float(s.lam_s_fine[np.argmin(fine)]))
+        lam_star.append(best_shrinkage_isotropic(t, s.beta))
+    gain_mc = s_mc - t_mc[:, :, None]  # (reps, nT, nS)
+    mean_gain = gain_mc.mean(0)
+    best_j = np.argmin(mean_gain, axis=1)
+    mc_best = mean_gain[np.arange(lam_t.size), best_j]
+    mc_best_se = gain_mc[:, np.arange(lam_t.size), best_j].std(0, ddof=1) / np.sqrt(cfg.reps)
+    points: Points = []
+    for i in range(lam_t.size):
+        points.append((de_t[i], float(t_mc[:, i].mean()), False))
+        for j in range(lam_s_mc.size):
+            points.append((float(de_s[i][j]), float(s_mc[:, i, j].mean()), False))
+    sweep = {
+        "lam_t": lam_t,
+        "lam_t_factor": cfg.lam_t_factors,
+        "lam_s": lam_s_mc,
+        "de_teacher": de_t,
+        "de_student": np.array(de_s),
+        "mc_teacher": t_mc.mean(0),
+        "mc_teacher_se": t_mc.std(0, ddof=1) / np.sqrt(cfg.reps),
+        "mc_student": s_mc.mean(0),
+        "de_best_gain": de_best,
+        "de_best_lam_s": de_best_lam,
+        "mc_best_gain": mc_best,
+        "mc_best_gain_se": mc_best_se,
+        "mc_best_lam_s": lam_s_mc[best_j],
+        "lam_s_star_closed_form_m_inf": lam_star,
+    }
+    return sweep, points
+
+
+def _student_size_regime(s: _Setup, cfg: W2SRidge.Config, ctx: RunContext) -> tuple[dict[str, Any], Points]:
+    """Student sample size m/d against an under-regularised and an optimal teacher: ridgeless and best student."""
+    regime: dict[str, Any] = {"m_over_d": list(cfg.m_over_d_regime)}
+    teachers = {"under": s.lam_opt * min(cfg.lam_t_factors), "opt": s.lam_opt}
+    for key in ("de_ridgeless_gain", "mc_ridgeless_gain", "mc_ridgeless_gain_se", "de_best_gain"):
+        for tk in teachers:
+            regime[f"{key}_{tk}"] = []
+    tde = {k: weighted_ridge_de(s.eigs, s.beta, s.s2, s.n, v) for k, v in teachers.items()}
+    lam_s_reg = np.concatenate([[0.0], np.logspace(-3, 1.5, 10)])
+    points: Points = []
+    for ratio in cfg.m_over_d_regime:
+        mm = max(2, round(ratio * s.d))
+        tm, sm = mc_w2s(s.eigs, s.beta, s.s2, s.n, mm, np.array(list(teachers.values())), lam_s_reg,
+                        cfg.reps, ctx.rng("mc", "regime", mm))
+        for k, (tk, t) in enumerate(tde.items()):
+            de0 = student_de(s.eigs, s.beta, s.s2, t, mm, 0.0).test_mse
+            regime[f"de_ridgeless_gain_{tk}"].append(de0 - t.test_mse)
+            g = sm[:, k, 0] - tm[:, k]
+            regime[f"mc_ridgeless_gain_{tk}"].append(float(g.mean()))
+            regime[f"mc_ridgeless_gain_se_{tk}"].append(float(g.std(ddof=1) / np.sqrt(cfg.reps)))
+            regime[f"de_best_gain_{tk}"].append(float(s.student_curve(t, mm, s.lam_s_fine).min() - t.test_mse))
+            near = 0.7 <= ratio <= 1.5
+            points.append((t.test_mse, float(tm[:, k].mean()), False))
+            for j, ls in enumerate(lam_s_reg):
+                de_j = student_de(s.eigs, s.beta, s.s2, t, mm, ls).test_mse
+                points.append((de_j, float(sm[:, k, j].mean()), near and j == 0))
+        ctx.log(f"regime m/d={ratio}: ridgeless gain under={regime['de_ridgeless_gain_under'][-1]:+.4f} "
+                f"opt={regime['de_ridgeless_gain_opt'][-1]:+.4f} (DE)")
+    return regime, points
+
+
+def _weighted_student(s: _Setup, cfg: W2SRidge.Config, ctx: RunContext) -> tuple[dict[str, Any], Points]:
+    """A spiked target at the teacher's λ_opt: a student with an aligned (weighted) penalty vs a plain one."""
+    d, s2, n, m, lam_opt = s.d, s.s2, s.n, s.m, s.lam_opt
+    beta_sp = np.zeros(d)
+    beta_sp[: cfg.spike_k] = s.rng_beta.standard_normal(cfg.spike_k)
+    beta_sp /= np.linalg.norm(beta_sp)
+    gamma = np.ones(d)
+    gamma[: cfg.spike_k] = cfg.spike_gamma
+    t_sp = weighted_ridge_de(s.eigs, beta_sp, s2, n, lam_opt)
+    lam_s_w = np.concatenate([[0.0], np.logspace(-3, np.log10(30.0), cfg.n_lam_s - 1)])
+
+    def curve(lams: np.ndarray, g: np.ndarray | None) -> np.ndarray:
+        return np.array([student_de(s.eigs, beta_sp, s2, t_sp, m, ls, g).test_mse for ls in lams])
+
+    de_plain, de_w = curve(lam_s_w, None), curve(lam_s_w, gamma)
+    de_w_fine, de_p_fine = curve(s.lam_s_fine, gamma), curve(s.lam_s_fine, None)
+    rng_w = ctx.rng("mc", "weighted")
+    state = rng_w.bit_generator.state
+    tw, sw = mc_w2s(s.eigs, beta_sp, s2, n, m, np.array([lam_opt]), lam_s_w, cfg.reps, rng_w, gamma_s=gamma)
+    rng_w.bit_generator.state = state  # same teachers and student inputs for the plain student
+    tp, sp = mc_w2s(s.eigs, beta_sp, s2, n, m, np.array([lam_opt]), lam_s_w, cfg.reps, rng_w)
+    gw = sw[:, 0, :] - tw[:, :1]
+    jw = int(np.argmin(gw.mean(0)))
+    gp = sp[:, 0, :] - tp[:, :1]
+    jp = int(np.argmin(gp.mean(0)))
+    points: Points = [(t_sp.test_mse, float(tw.mean()), False)]
+    for j in range(lam_s_w.size):
+        points.append((float(de_w[j]), float(sw[:, 0, j].mean()), False))
+        points.append((float(de_plain[j]), float(sp[:, 0, j].mean()), False))
+    weighted = {
+        "lam_s": lam_s_w,
+        "lam_t": lam_opt,
+        "de_teacher": t_sp.test_mse,
+        "mc_teacher": float(tw.mean()),
+        "de_student_weighted": de_w,
+        "de_student_plain": de_plain,
+        "mc_student_weighted": sw[:, 0, :].mean(0),
+        "mc_student_plain": sp[:, 0, :].mean(0),
+        "de_best_gain_weighted": float(de_w_fine.min() - t_sp.test_mse),
+        "de_best_gain_plain": float(de_p_fine.min() - t_sp.test_mse),
+        "mc_best_gain_weighted": float(gw.mean(0)[jw]),
+        "mc_best_gain_weighted_se": float(gw[:, jw].std(ddof=1) / np.sqrt(cfg.reps)),
+        "mc_best_gain_plain": float(gp.mean(0)[jp]),
+        "mc_best_gain_plain_se": float(gp[:, jp].std(ddof=1) / np.sqrt(cfg.reps)),
+    }
+    ctx.log(f"weighted: DE best gain weighted {weighted['de_best_gain_weighted']:+.4f}, "
+            f"plain {weighted['de_best_gain_plain']:+.4f}")
+    return weighted, points
+
+
+def _anisotropic_check(s: _Setup, cfg: W2SRidge.Config, ctx: RunContext) -> tuple[list[dict[str, Any]], Points]:
+    """The DE against MC on a power-law spectrum (the isotropic stages cannot catch an anisotropy error)."""
+    idx = np.arange(1, s.d + 1)
+    eig_pw, beta_pw = 3.0 / idx, idx**-0.75
+    aniso, points = [], []
+    for nn_, mm_, lt_, ls_ in ((s.n, s.m, 1e-3, 0.1), (round(1.5 * s.d), round(0.67 * s.d), 1e-2, 0.05)):
+        t = weighted_ridge_de(eig_pw, beta_pw, s.s2, nn_, lt_)
+        st = student_de(eig_pw, beta_pw, s.s2, t, mm_, ls_)
+        tm, sm = mc_w2s(eig_pw, beta_pw, s.s2, nn_, mm_, [lt_], [ls_], cfg.aniso_reps, ctx.rng("mc", "pow", nn_))
+        points += [(t.test_mse, float(tm.mean()), False), (st.test_mse, float(sm.mean()), False)]
+        aniso.append({"n": nn_, "m": mm_, "lam_t": lt_, "lam_s": ls_, "de_teacher": t.test_mse,
+                      "mc_teacher": float(tm.mean()), "de_student": st.test_mse, "mc_student": float(sm.mean())})
+    return aniso, points
+
+
+def _de_vs_mc(points: Points, cfg: W2SRidge.Config, ctx: RunContext) -> dict[str, Any]:
+    """Relative error of every DE value against its MC mean; near-interpolation points are reported apart."""
+    pts = np.array(points)
+    rel = np.abs(pts[:, 0] - pts[:, 1]) / pts[:, 1]
+    flag = pts[:, 2].astype(bool)
+    out = {
+        "points": int(len(pts)),
+        "max_rel_err": float(rel[~flag].max()),
+        "median_rel_err": float(np.median(rel[~flag])),
+        "max_rel_err_interp": float(rel[flag].max()) if flag.any() else 0.0,
+        "tol": cfg.tol,
+        "tol_interp": cfg.tol_interp,
+        "de": pts[:, 0],
+        "mc": pts[:, 1],
+        "interp": flag,
+    }
+    ctx.log(f"DE vs MC: max rel err {out['max_rel_err']:.4f} (interp {out['max_rel_err_interp']:.4f})")
+    return out
+
+
+def _multi_index(cfg: W2SRidge.Config, ctx: RunContext) -> dict[str, Any]:
+    """The multi-index simulation, averaged over repetitions."""
+    runs = [
+        multi_index_run(cfg.mi_d, cfg.mi_n, cfg.mi_m, cfg.mi_pre, cfg.mi_c, cfg.sigma2, 1e-2, 5000, ctx.rng("mi", r))
+        for r in range(cfg.mi_reps)
+    ]
+    keys = list(runs[0])
+    mi = {
+        "mean": {k: float(np.mean([r[k] for r in runs])) for k in keys},
+        "se": {k: float(np.std([r[k] for r in runs], ddof=1) / np.sqrt(len(runs))) for k in keys},
+        "noise_floor": cfg.sigma2,
+        "hard_variance": cfg.mi_c**2,
+    }
+    ctx.log("multi-index: " + ", ".join(f"{k}={v:.3f}" for k, v in mi["mean"].items()))
+    return mi
