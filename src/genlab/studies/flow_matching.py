@@ -170,202 +170,22 @@ class FlowMatching(Study):
 
     # ------------------------------------------------------------------------------------------------------
     def run(self, cfg: FlowMatching.Config, ctx: RunContext) -> dict[str, Any]:
-        import torch
-
-        from genlab.data.images import load_dataset, subset
         from genlab.harness.torch_setup import setup_torch
-        from genlab.measures.flow_matching import target_collapse
-        from genlab.measures.generative import (
-            classifier_accuracy,
-            copy_fraction,
-            denoising_psnr,
-            frechet_distance,
-            mmd_rbf,
-            nn_distances,
-            train_feature_classifier,
-        )
-        from genlab.nn.flow import (
-            EnsembleVelocityMLP,
-            adaptive_sample,
-            closed_form_velocity,
-            euler_sample,
-            hybrid_velocity,
-        )
-        from genlab.training.flow_matching import FlowMember, train_flow_ensemble
 
         setup_torch(1)
-        metrics: dict[str, Any] = {}
+        metrics: dict[str, Any] = {"collapse": _collapse_vs_dimension(cfg, ctx)}
+        fit = _train_members(cfg, ctx)
+        if fit.clf is not None:
+            from genlab.measures.generative import classifier_accuracy
 
-        # -- 1. target collapse vs dimension (no training) -----------------------------------------------
-        ts = [round(x, 3) for x in np.linspace(0.0, 0.95, 20)]
-        collapse: dict[str, Any] = {"ts": ts, "gmm_dims": list(cfg.gmm_dims), "max_weight": {}, "cos_frac": {},
-                                    "tstar": {}}
-        sets = [f"gmm{d}" for d in cfg.gmm_dims] + ["moons", "digits8", "digits16"]
-        for name in sets:
-            ds = load_dataset(name, seed=ctx.seed_for("collapse", name) % 2**31, n_test=200)
-            x = torch.from_numpy(ds.x_train)
-            g = ctx.torch_generator("collapse", name)
-            bank = x[torch.randperm(len(x), generator=g)[: cfg.collapse_bank]]
-            x1 = bank[torch.randint(len(bank), (cfg.collapse_pairs,), generator=g)]
-            r = target_collapse(x1, bank, ts, g)
-            collapse["max_weight"][name] = r["max_weight"]
-            collapse["cos_frac"][name] = r["cos_frac"]
-            collapse["tstar"][name] = _curve_tstar(ts, r["max_weight"], cfg.collapse_level)
-        metrics["collapse"] = collapse
-        ctx.log("collapse t*: " + ", ".join(f"{k}={v:.2f}" for k, v in collapse["tstar"].items()))
-
-        # -- data, subsets, members -------------------------------------------------------------------------
-        data = load_dataset(cfg.dataset, seed=ctx.seed_for("data") % 2**31, n_test=cfg.n_test,
-                            image_folder=cfg.image_folder)
-        x_test = torch.from_numpy(data.x_test)
-        n_all = len(data.x_train)
-        n_values = [n if 0 < n < n_all else n_all for n in cfg.n_values]
-        n_cmp = cfg.n_compare if 0 < cfg.n_compare < n_all else n_all
-        members: list[FlowMember] = []
-        key: list[tuple[str, int, int]] = []  # (method, n, seed)
-        subsets: dict[tuple[int, int], torch.Tensor] = {}
-        for s in range(cfg.seeds):
-            for n in sorted(set([*n_values, n_cmp])):
-                sub = subset(data, n, ctx.rng("subset", s, n))
-                subsets[(n, s)] = torch.from_numpy(sub.x_train)
-            for n in n_values:
-                members.append(FlowMember(subsets[(n, s)], "cfm"))
-                key.append(("cfm", n, s))
-            if n_cmp not in n_values:
-                members.append(FlowMember(subsets[(n_cmp, s)], "cfm"))
-                key.append(("cfm", n_cmp, s))
-            members.append(FlowMember(subsets[(n_cmp, s)], "otcfm"))
-            key.append(("otcfm", n_cmp, s))
-            for m_bank in cfg.efm_banks:
-                members.append(FlowMember(subsets[(n_cmp, s)], "efm", m_bank))
-                key.append((f"efm{m_bank}", n_cmp, s))
-        index = {k: i for i, k in enumerate(key)}
-        ctx.log(f"training {len(members)} flow models side by side ({cfg.steps} steps, d={data.dim})")
-
-        g = ctx.torch_generator("train")
-        model = EnsembleVelocityMLP(len(members), data.dim, cfg.width, cfg.depth, generator=g)
-
-        def log(step: int, losses: list[float]) -> None:
-            ctx.record(step=step, **{f"loss/{m}/n{n}/s{s}": v for (m, n, s), v in zip(key, losses)})
-
-        with ctx.timer("training"):
-            train_flow_ensemble(model, members, cfg.steps, g, batch=cfg.batch, lr=cfg.lr,
-                                log_every=max(cfg.steps // 20, 1), on_log=log)
-
-        # feature classifier for the FID-like score (trained on the whole training split)
-        clf = train_feature_classifier(data.x_train, data.y_train, ctx.torch_generator("clf"),
-                                       steps=cfg.classifier_steps) if (data.y_train >= 0).all() else None
-        f_test = clf.features(data.x_test) if clf is not None else None
-        if clf is not None:
-            metrics["classifier_test_acc"] = classifier_accuracy(clf, data.x_test, data.y_test)
-        mmd_h = None
-        z = torch.cat([x_test[:200], torch.from_numpy(data.x_train[:200])])
-        mmd_h = float(torch.cdist(z, z).median())  # one shared bandwidth for every model
-
-        def sample(i: int, s: int) -> torch.Tensor:
-            x0 = torch.randn(cfg.n_samples, data.dim, generator=ctx.torch_generator("x0", s))
-            return euler_sample(model.member(i), x0, cfg.euler_steps)
-
-        def quality(xs: torch.Tensor, train: torch.Tensor) -> dict[str, float]:
-            d1, d2 = nn_distances(xs, train)
-            out = {"nn_dist": float(d1.mean()), "copy": copy_fraction(d1, d2),
-                   "mmd": mmd_rbf(xs, x_test, bandwidth=mmd_h)}
-            if clf is not None:
-                out["fd"] = frechet_distance(clf.features(xs.numpy()), f_test)
-            return out
-
-        # -- 2. memorisation and approximation error vs n -------------------------------------------------
-        tr: dict[str, Any] = {"n_values": n_values, "error_ts": list(cfg.error_ts), "copy_fraction": [],
-                              "nn_dist": [], "mmd": [], "approx_error": [], "psnr_train": [], "psnr_test": []}
-        psnr_ts = (0.3, 0.5, 0.7)
-        tr["psnr_ts"] = list(psnr_ts)
+            metrics["classifier_test_acc"] = classifier_accuracy(fit.clf, fit.data.x_test, fit.data.y_test)
         samples_show: dict[str, list] = {}
-        for s in range(cfg.seeds):
-            row_c, row_d, row_m, row_e, row_pt, row_pv = [], [], [], [], [], []
-            for n in n_values:
-                i = index[("cfm", n, s)]
-                xn = subsets[(n, s)]
-                q = quality(sample(i, s), xn)
-                row_c.append(q["copy"])
-                row_d.append(q["nn_dist"])
-                row_m.append(q["mmd"])
-                ge = ctx.torch_generator("err", s, n)
-                x1 = xn[torch.randint(len(xn), (cfg.error_points,), generator=ge)]
-                x0 = torch.randn(x1.shape, generator=ge)
-                errs = []
-                ustar = closed_form_velocity(xn)
-                for t in cfg.error_ts:
-                    tt = torch.full((len(x1),), float(t))
-                    xt = (1 - t) * x0 + t * x1
-                    errs.append(float((model.member(i)(xt, tt) - ustar(xt, tt)).pow(2).mean()))
-                row_e.append(errs)
-                vel = model.member(i)
-
-                def denoise(xt: torch.Tensor, tt: torch.Tensor, vel=vel) -> torch.Tensor:
-                    return xt + (1 - tt[:, None]) * vel(xt, tt)
-
-                k = min(len(xn), 300)
-                row_pt.append(denoising_psnr(denoise, xn[:k], psnr_ts, ctx.torch_generator("psnr", s)))
-                row_pv.append(denoising_psnr(denoise, x_test[:300], psnr_ts, ctx.torch_generator("psnr", s)))
-                if s == 0:
-                    samples_show[f"cfm_n{n}"] = sample(i, s)[:16].tolist()
-            for name, row in zip(("copy_fraction", "nn_dist", "mmd", "approx_error", "psnr_train", "psnr_test"),
-                                 (row_c, row_d, row_m, row_e, row_pt, row_pv)):
-                tr[name].append(row)
-        d1, _ = nn_distances(x_test, torch.from_numpy(data.x_train))
-        tr["test_to_train_nn_dist"] = float(d1.mean())
-        metrics["train"] = tr
-        ctx.log("copy fraction by n (seed 0): " + ", ".join(f"{n}:{c:.2f}" for n, c in zip(n_values,
-                                                                                        tr["copy_fraction"][0])))
-
-        # -- 3. hybrid sampler on the n_compare CFM model --------------------------------------------------
-        hy: dict[str, Any] = {"taus": list(cfg.taus), "n": n_cmp, "nn_dist": [], "copy_fraction": [], "tau_half": []}
-        for s in range(cfg.seeds):
-            xn = subsets[(n_cmp, s)]
-            net = model.member(index[("cfm", n_cmp, s)])
-            ustar = closed_form_velocity(xn)
-            x0 = torch.randn(cfg.n_samples, data.dim, generator=ctx.torch_generator("x0", s))
-            nd, cp = [], []
-            for tau in cfg.taus:
-                xs = euler_sample(hybrid_velocity(ustar, net, tau), x0, cfg.euler_steps)
-                a, b = nn_distances(xs, xn)
-                nd.append(float(a.mean()))
-                cp.append(copy_fraction(a, b))
-            hy["nn_dist"].append(nd)
-            hy["copy_fraction"].append(cp)
-            hy["tau_half"].append(next((t for t, c in zip(cfg.taus, cp) if c >= 0.5), 1.0))
-        metrics["hybrid"] = hy
-
-        # -- 4. EFM vs CFM vs OT-CFM on held-out metrics ----------------------------------------------------
-        names = ["cfm", "otcfm"] + [f"efm{m}" for m in cfg.efm_banks]
-        cmp_: dict[str, Any] = {"n": n_cmp, "methods": {k: {"fd": [], "mmd": [], "nn_dist": [], "copy": []}
-                                                       for k in names}}
-        for s in range(cfg.seeds):
-            for k in names:
-                i = index[(k, n_cmp, s)]
-                xs = sample(i, s)
-                q = quality(xs, subsets[(n_cmp, s)])
-                for mk in ("mmd", "nn_dist", "copy"):
-                    cmp_["methods"][k][mk].append(q[mk])
-                cmp_["methods"][k]["fd"].append(q.get("fd", float("nan")))
-                if s == 0:
-                    samples_show[k] = xs[:16].tolist()
-        # reference: held-out images themselves scored against the test set (a floor for the FD / MMD)
-        ref = torch.from_numpy(data.x_train[: cfg.n_samples])
-        cmp_["reference_train_images"] = {"mmd": mmd_rbf(ref, x_test, bandwidth=mmd_h),
-                                          "fd": frechet_distance(clf.features(ref.numpy()), f_test)
-                                          if clf is not None else float("nan")}
-        metrics["compare"] = cmp_
-
-        # adaptive vs Euler sampling on one model (NFE and agreement)
-        i = index[("cfm", n_cmp, 0)]
-        x0 = torch.randn(cfg.n_samples, data.dim, generator=ctx.torch_generator("x0", 0))
-        xa, nfe = adaptive_sample(model.member(i), x0, rtol=1e-3, atol=1e-3)
-        xe = euler_sample(model.member(i), x0, cfg.euler_steps)
-        metrics["sampler"] = {"adaptive_nfe": nfe, "euler_steps": cfg.euler_steps,
-                              "euler_vs_adaptive_rms": float((xa - xe).pow(2).mean().sqrt())}
+        metrics["train"] = _memorisation_vs_n(fit, cfg, ctx, samples_show)
+        metrics["hybrid"] = _hybrid_sampler(fit, cfg, ctx)
+        metrics["compare"] = _compare_methods(fit, cfg, ctx, samples_show)
+        metrics["sampler"] = _adaptive_vs_euler(fit, cfg, ctx)
         metrics["samples"] = samples_show
-        metrics["shape"] = list(data.shape)
+        metrics["shape"] = list(fit.data.shape)
         return metrics
 
     # ------------------------------------------------------------------------------------------------------
@@ -439,3 +259,249 @@ class FlowMatching(Study):
             )
             paths.append(p)
         return paths
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the stages of a run
+# ----------------------------------------------------------------------------------------------------------
+def _collapse_vs_dimension(cfg: FlowMatching.Config, ctx: RunContext) -> dict[str, Any]:
+    """Stage 1 (no training): how early in t the conditional target collapses onto one training point."""
+    import torch
+
+    from genlab.data.images import load_dataset
+    from genlab.measures.flow_matching import target_collapse
+
+    ts = [round(x, 3) for x in np.linspace(0.0, 0.95, 20)]
+    collapse: dict[str, Any] = {"ts": ts, "gmm_dims": list(cfg.gmm_dims), "max_weight": {}, "cos_frac": {},
+                                "tstar": {}}
+    for name in [f"gmm{d}" for d in cfg.gmm_dims] + ["moons", "digits8", "digits16"]:
+        ds = load_dataset(name, seed=ctx.seed_for("collapse", name) % 2**31, n_test=200)
+        x = torch.from_numpy(ds.x_train)
+        g = ctx.torch_generator("collapse", name)
+        bank = x[torch.randperm(len(x), generator=g)[: cfg.collapse_bank]]
+        x1 = bank[torch.randint(len(bank), (cfg.collapse_pairs,), generator=g)]
+        r = target_collapse(x1, bank, ts, g)
+        collapse["max_weight"][name] = r["max_weight"]
+        collapse["cos_frac"][name] = r["cos_frac"]
+        collapse["tstar"][name] = _curve_tstar(ts, r["max_weight"], cfg.collapse_level)
+    ctx.log("collapse t*: " + ", ".join(f"{k}={v:.2f}" for k, v in collapse["tstar"].items()))
+    return collapse
+
+
+@dataclass
+class _Fitted:
+    """The trained ensemble and everything the evaluation stages share."""
+
+    data: Any
+    x_test: Any  # torch.Tensor
+    n_values: list[int]
+    n_cmp: int
+    subsets: dict[tuple[int, int], Any]  # (n, seed) -> training subset
+    index: dict[tuple[str, int, int], int]  # (method, n, seed) -> ensemble member
+    model: Any  # EnsembleVelocityMLP
+    clf: Any  # the feature classifier of the FID-like score, None without labels
+    f_test: Any
+    mmd_bandwidth: float
+
+    def sample(self, member: int, seed: int, cfg: FlowMatching.Config, ctx: RunContext) -> Any:
+        import torch
+
+        from genlab.nn.flow import euler_sample
+
+        x0 = torch.randn(cfg.n_samples, self.data.dim, generator=ctx.torch_generator("x0", seed))
+        return euler_sample(self.model.member(member), x0, cfg.euler_steps)
+
+    def quality(self, xs: Any, train: Any) -> dict[str, float]:
+        from genlab.measures.generative import copy_fraction, frechet_distance, mmd_rbf, nn_distances
+
+        d1, d2 = nn_distances(xs, train)
+        out = {"nn_dist": float(d1.mean()), "copy": copy_fraction(d1, d2),
+               "mmd": mmd_rbf(xs, self.x_test, bandwidth=self.mmd_bandwidth)}
+        if self.clf is not None:
+            out["fd"] = frechet_distance(self.clf.features(xs.numpy()), self.f_test)
+        return out
+
+
+def _train_members(cfg: FlowMatching.Config, ctx: RunContext) -> _Fitted:
+    """Draw the training subsets and train every (method, n, seed) flow side by side in one ensemble."""
+    import torch
+
+    from genlab.data.images import load_dataset, subset
+    from genlab.measures.generative import train_feature_classifier
+    from genlab.nn.flow import EnsembleVelocityMLP
+    from genlab.training.flow_matching import FlowMember, train_flow_ensemble
+
+    data = load_dataset(cfg.dataset, seed=ctx.seed_for("data") % 2**31, n_test=cfg.n_test,
+                        image_folder=cfg.image_folder)
+    x_test = torch.from_numpy(data.x_test)
+    n_all = len(data.x_train)
+    n_values = [n if 0 < n < n_all else n_all for n in cfg.n_values]
+    n_cmp = cfg.n_compare if 0 < cfg.n_compare < n_all else n_all
+    members: list[FlowMember] = []
+    key: list[tuple[str, int, int]] = []  # (method, n, seed)
+    subsets: dict[tuple[int, int], torch.Tensor] = {}
+    for s in range(cfg.seeds):
+        for n in sorted(set([*n_values, n_cmp])):
+            subsets[(n, s)] = torch.from_numpy(subset(data, n, ctx.rng("subset", s, n)).x_train)
+        arms = [("cfm", n) for n in n_values] + ([("cfm", n_cmp)] if n_cmp not in n_values else [])
+        for method, n in [*arms, ("otcfm", n_cmp)]:
+            members.append(FlowMember(subsets[(n, s)], method))
+            key.append((method, n, s))
+        for m_bank in cfg.efm_banks:
+            members.append(FlowMember(subsets[(n_cmp, s)], "efm", m_bank))
+            key.append((f"efm{m_bank}", n_cmp, s))
+    ctx.log(f"training {len(members)} flow models side by side ({cfg.steps} steps, d={data.dim})")
+
+    g = ctx.torch_generator("train")
+    model = EnsembleVelocityMLP(len(members), data.dim, cfg.width, cfg.depth, generator=g)
+
+    def log(step: int, losses: list[float]) -> None:
+        ctx.record(step=step, **{f"loss/{m}/n{n}/s{s}": v for (m, n, s), v in zip(key, losses)})
+
+    with ctx.timer("training"):
+        train_flow_ensemble(model, members, cfg.steps, g, batch=cfg.batch, lr=cfg.lr,
+                            log_every=max(cfg.steps // 20, 1), on_log=log)
+    # the feature classifier of the FID-like score, trained on the whole training split
+    clf = train_feature_classifier(data.x_train, data.y_train, ctx.torch_generator("clf"),
+                                   steps=cfg.classifier_steps) if (data.y_train >= 0).all() else None
+    z = torch.cat([x_test[:200], torch.from_numpy(data.x_train[:200])])
+    return _Fitted(
+        data=data,
+        x_test=x_test,
+        n_values=n_values,
+        n_cmp=n_cmp,
+        subsets=subsets,
+        index={k: i for i, k in enumerate(key)},
+        model=model,
+        clf=clf,
+        f_test=clf.features(data.x_test) if clf is not None else None,
+        mmd_bandwidth=float(torch.cdist(z, z).median()),  # one shared bandwidth for every model
+    )
+
+
+def _memorisation_vs_n(
+    fit: _Fitted, cfg: FlowMatching.Config, ctx: RunContext, samples_show: dict[str, list]
+) -> dict[str, Any]:
+    """Stage 2: copy fraction, distance to u*, and denoising PSNR of the CFM network as n grows."""
+    import torch
+
+    from genlab.measures.generative import denoising_psnr, nn_distances
+
+    psnr_ts = (0.3, 0.5, 0.7)
+    tr: dict[str, Any] = {"n_values": fit.n_values, "error_ts": list(cfg.error_ts), "copy_fraction": [],
+                          "nn_dist": [], "mmd": [], "approx_error": [], "psnr_train": [], "psnr_test": [],
+                          "psnr_ts": list(psnr_ts)}
+    for s in range(cfg.seeds):
+        row_c, row_d, row_m, row_e, row_pt, row_pv = [], [], [], [], [], []
+        for n in fit.n_values:
+            i = fit.index[("cfm", n, s)]
+            xn = fit.subsets[(n, s)]
+            q = fit.quality(fit.sample(i, s, cfg, ctx), xn)
+            row_c.append(q["copy"])
+            row_d.append(q["nn_dist"])
+            row_m.append(q["mmd"])
+            row_e.append(_distance_to_ustar(fit.model.member(i), xn, cfg, ctx.torch_generator("err", s, n)))
+            vel = fit.model.member(i)
+
+            def denoise(xt: torch.Tensor, tt: torch.Tensor, vel=vel) -> torch.Tensor:
+                return xt + (1 - tt[:, None]) * vel(xt, tt)
+
+            k = min(len(xn), 300)
+            row_pt.append(denoising_psnr(denoise, xn[:k], psnr_ts, ctx.torch_generator("psnr", s)))
+            row_pv.append(denoising_psnr(denoise, fit.x_test[:300], psnr_ts, ctx.torch_generator("psnr", s)))
+            if s == 0:
+                samples_show[f"cfm_n{n}"] = fit.sample(i, s, cfg, ctx)[:16].tolist()
+        for name, row in zip(("copy_fraction", "nn_dist", "mmd", "approx_error", "psnr_train", "psnr_test"),
+                             (row_c, row_d, row_m, row_e, row_pt, row_pv)):
+            tr[name].append(row)
+    d1, _ = nn_distances(fit.x_test, torch.from_numpy(fit.data.x_train))
+    tr["test_to_train_nn_dist"] = float(d1.mean())
+    ctx.log("copy fraction by n (seed 0): "
+            + ", ".join(f"{n}:{c:.2f}" for n, c in zip(fit.n_values, tr["copy_fraction"][0])))
+    return tr
+
+
+def _distance_to_ustar(net: Any, xn: Any, cfg: FlowMatching.Config, g: Any) -> list[float]:
+    """Mean squared distance between the network's velocity and the closed-form u* at each t in error_ts."""
+    import torch
+
+    from genlab.nn.flow import closed_form_velocity
+
+    x1 = xn[torch.randint(len(xn), (cfg.error_points,), generator=g)]
+    x0 = torch.randn(x1.shape, generator=g)
+    ustar = closed_form_velocity(xn)
+    errs = []
+    for t in cfg.error_ts:
+        tt = torch.full((len(x1),), float(t))
+        xt = (1 - t) * x0 + t * x1
+        errs.append(float((net(xt, tt) - ustar(xt, tt)).pow(2).mean()))
+    return errs
+
+
+def _hybrid_sampler(fit: _Fitted, cfg: FlowMatching.Config, ctx: RunContext) -> dict[str, Any]:
+    """Stage 3: follow u* up to τ, then the network, on the n_compare CFM model."""
+    import torch
+
+    from genlab.measures.generative import copy_fraction, nn_distances
+    from genlab.nn.flow import closed_form_velocity, euler_sample, hybrid_velocity
+
+    hy: dict[str, Any] = {"taus": list(cfg.taus), "n": fit.n_cmp, "nn_dist": [], "copy_fraction": [],
+                          "tau_half": []}
+    for s in range(cfg.seeds):
+        xn = fit.subsets[(fit.n_cmp, s)]
+        net = fit.model.member(fit.index[("cfm", fit.n_cmp, s)])
+        ustar = closed_form_velocity(xn)
+        x0 = torch.randn(cfg.n_samples, fit.data.dim, generator=ctx.torch_generator("x0", s))
+        nd, cp = [], []
+        for tau in cfg.taus:
+            xs = euler_sample(hybrid_velocity(ustar, net, tau), x0, cfg.euler_steps)
+            a, b = nn_distances(xs, xn)
+            nd.append(float(a.mean()))
+            cp.append(copy_fraction(a, b))
+        hy["nn_dist"].append(nd)
+        hy["copy_fraction"].append(cp)
+        hy["tau_half"].append(next((t for t, c in zip(cfg.taus, cp) if c >= 0.5), 1.0))
+    return hy
+
+
+def _compare_methods(
+    fit: _Fitted, cfg: FlowMatching.Config, ctx: RunContext, samples_show: dict[str, list]
+) -> dict[str, Any]:
+    """Stage 4: EFM vs CFM vs OT-CFM on held-out Fréchet distance and MMD at n_compare."""
+    import torch
+
+    from genlab.measures.generative import frechet_distance, mmd_rbf
+
+    names = ["cfm", "otcfm"] + [f"efm{m}" for m in cfg.efm_banks]
+    out: dict[str, Any] = {"n": fit.n_cmp, "methods": {k: {"fd": [], "mmd": [], "nn_dist": [], "copy": []}
+                                                     for k in names}}
+    for s in range(cfg.seeds):
+        for k in names:
+            xs = fit.sample(fit.index[(k, fit.n_cmp, s)], s, cfg, ctx)
+            q = fit.quality(xs, fit.subsets[(fit.n_cmp, s)])
+            for mk in ("mmd", "nn_dist", "copy"):
+                out["methods"][k][mk].append(q[mk])
+            out["methods"][k]["fd"].append(q.get("fd", float("nan")))
+            if s == 0:
+                samples_show[k] = xs[:16].tolist()
+    # reference: training images themselves scored against the test set (a floor for the FD / MMD)
+    ref = torch.from_numpy(fit.data.x_train[: cfg.n_samples])
+    out["reference_train_images"] = {
+        "mmd": mmd_rbf(ref, fit.x_test, bandwidth=fit.mmd_bandwidth),
+        "fd": frechet_distance(fit.clf.features(ref.numpy()), fit.f_test) if fit.clf is not None else float("nan"),
+    }
+    return out
+
+
+def _adaptive_vs_euler(fit: _Fitted, cfg: FlowMatching.Config, ctx: RunContext) -> dict[str, Any]:
+    """Adaptive against Euler sampling on one model: function evaluations and agreement."""
+    import torch
+
+    from genlab.nn.flow import adaptive_sample, euler_sample
+
+    net = fit.model.member(fit.index[("cfm", fit.n_cmp, 0)])
+    x0 = torch.randn(cfg.n_samples, fit.data.dim, generator=ctx.torch_generator("x0", 0))
+    xa, nfe = adaptive_sample(net, x0, rtol=1e-3, atol=1e-3)
+    xe = euler_sample(net, x0, cfg.euler_steps)
+    return {"adaptive_nfe": nfe, "euler_steps": cfg.euler_steps,
+            "euler_vs_adaptive_rms": float((xa - xe).pow(2).mean().sqrt())}
