@@ -48,9 +48,10 @@ def test_abundant_claim_logic():
         "pseudo_acc": [0.6, 0.85, 0.9],
         "flip_rate": 0.15,
     }
-    assert _abundant_held(run)[0]
-    assert not _abundant_held({**run, "test": [0.4, 0.01, 0.011]})[0]  # no degradation
-    assert not _abundant_held({**run, "flipped_true": [0.5, 0.7, 0.6]})[0]  # no label correction
+    cfg = W2SCNN.Config()
+    assert _abundant_held(run, cfg)[0]
+    assert not _abundant_held({**run, "test": [0.4, 0.01, 0.011]}, cfg)[0]  # no degradation
+    assert not _abundant_held({**run, "flipped_true": [0.5, 0.7, 0.6]}, cfg)[0]  # no label correction
 
 
 def _scarce(hard, snr):

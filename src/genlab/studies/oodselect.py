@@ -218,25 +218,25 @@ def _small_ks(m: Any) -> list[int]:
 
 def _claim_full(m: Any, cfg):
     rs = [s["r_full_test"] for s in _seed_rows(m)]
-    return by_seeds([r > 0.3 for r in rs], r_full_test=rs)
+    return by_seeds([r > cfg.r_on_line for r in rs], r_full_test=rs)
 
 
 def _claim_selected(m: Any, cfg):
     small = _small_ks(m)
     worst = [max(s["r_selected_test"][i] for i in small) for s in _seed_rows(m)]
-    return by_seeds([w < -0.5 for w in worst], max_r_selected_test_up_to_planted=worst,
+    return by_seeds([w < cfg.r_below_line for w in worst], max_r_selected_test_up_to_planted=worst,
                     ks=[m["ks"][i] for i in small])
 
 
 def _claim_random(m: Any, cfg):
     lo = [min(s["r_random_mean"]) for s in _seed_rows(m)]
-    return by_seeds([v > 0.3 for v in lo], min_mean_r_random=lo)
+    return by_seeds([v > cfg.r_on_line for v in lo], min_mean_r_random=lo)
 
 
 def _claim_precision(m: Any, cfg):
     small = _small_ks(m)
     enr = [min(s["precision"][i] for i in small) / m["planted_fraction"] for s in _seed_rows(m)]
-    return by_seeds([e >= 2.0 for e in enr], min_enrichment=enr, base_rate=m["planted_fraction"])
+    return by_seeds([e >= cfg.min_enrichment for e in enr], min_enrichment=enr, base_rate=m["planted_fraction"])
 
 
 def _claim_beats_greedy(m: Any, cfg):
@@ -244,7 +244,7 @@ def _claim_beats_greedy(m: Any, cfg):
     diffs = [float(np.mean([s["r_selected_test"][i] - s["r_greedy_test"][i] for i in small])) for s in _seed_rows(m)]
     mean = float(np.mean(diffs))
     # informative only: held when OODSelect is at least as negative as greedy on held-out models for every seed
-    return by_seeds([d <= 0.05 for d in diffs], mean_r_selected_minus_greedy=mean, per_seed=diffs)
+    return by_seeds([d <= cfg.greedy_margin for d in diffs], mean_r_selected_minus_greedy=mean, per_seed=diffs)
 
 
 @register
@@ -277,6 +277,11 @@ class OODSelectStudy(Study):
         n_random: int = 100
         workers: int = 2
         cache_dir: str = ""  # "" = the run directory
+        # claim thresholds (fixed before the runs)
+        r_on_line: float = 0.3  # probit correlation that counts as "on the line"
+        r_below_line: float = -0.5  # ... as "below the line" (a reversed trend)
+        min_enrichment: float = 2.0  # precision / base rate of the planted subgroup
+        greedy_margin: float = 0.05  # how much less negative than greedy OODSelect may be
 
         def validate(self) -> None:
             if self.runs < 10:
@@ -300,21 +305,21 @@ class OODSelectStudy(Study):
     claims = [
         Claim(
             "full-set-on-the-line",
-            "accuracy-on-the-line on the full OOD set: probit r > 0.3 on held-out models", _claim_full),
+            "accuracy-on-the-line on the full OOD set: probit r > {r_on_line} on held-out models", _claim_full),
         Claim(
             "selected-below-the-line",
-            "OODSelect subsets up to the planted subgroup's size: probit r < -0.5 on held-out models",
+            "OODSelect subsets up to the planted subgroup's size: probit r < {r_below_line} on held-out models",
             _claim_selected),
         Claim(
             "random-subsets-on-the-line",
-            "random subsets of the same sizes stay on the line: mean r > 0.3 at every k", _claim_random),
+            "random subsets of the same sizes stay on the line: mean r > {r_on_line} at every k", _claim_random),
         Claim(
             "selection-enriched",
-            "the selection is enriched in the planted reversed subgroup: precision >= 2x its base rate",
+            "the selection is enriched in the planted reversed subgroup: precision >= {min_enrichment}x its base rate",
             _claim_precision),
         Claim(
             "beats-greedy",
-            "OODSelect is at least as negative as the greedy baseline on held-out models (within 0.05)",
+            "OODSelect is at least as negative as the greedy baseline on held-out models (within {greedy_margin})",
             _claim_beats_greedy),
     ]
 
