@@ -88,7 +88,7 @@ def test_gradual_self_training_beats_source_only_on_a_drifting_stream():
 
 def _metrics(gains: dict[str, float], noise: float = 0.01, n: int = 3) -> dict:
     rng = np.random.default_rng(0)
-    arms = ["source", "gst", "stdw-linear", "stdw-const0", "stdw-reversed"]
+    arms = ["source", "gst", "stdw-linear", "stdw-const0", "stdw-const0.5", "stdw-reversed"]
     target = {}
     for ds in ("a", "b"):
         base = 0.3 + 0.02 * rng.normal(size=n)
@@ -97,7 +97,7 @@ def _metrics(gains: dict[str, float], noise: float = 0.01, n: int = 3) -> dict:
 
 
 def test_claims_on_synthetic_metrics():
-    m = _metrics({"gst": 0.4, "stdw-linear": 0.5, "stdw-const0": 0.05, "stdw-reversed": 0.2})
+    m = _metrics({"gst": 0.4, "stdw-linear": 0.5, "stdw-const0": 0.05, "stdw-const0.5": 0.3, "stdw-reversed": 0.2})
     v = [x.verdict for x in STDWStudy.verdicts(m, STDWStudy.config("quick"))]
     assert v == ["reproduced"] * 5
     m = _metrics({"gst": 0.4, "stdw-linear": 0.4, "stdw-const0": 0.4, "stdw-reversed": 0.4}, noise=0.05)
@@ -128,3 +128,24 @@ def test_cyclic_matching_visits_every_example_of_both_domains():
     ids = np.concatenate(seen)
     assert len(seen) == 2 * 7  # 7 pairs, each a previous-domain and a next-domain batch
     assert set(range(50)) <= set(ids.tolist()) and set(range(100, 130)) <= set(ids.tolist())
+
+
+def _schedule_metrics(gain: float, noise: float, seeds: int = 5) -> dict:
+    rng = np.random.default_rng(0)
+    target = {}
+    for ds in ("a", "b"):
+        base = 0.7 + 0.02 * rng.standard_normal(seeds)
+        target[ds] = {"stdw-linear": list(base + gain + noise * rng.standard_normal(seeds)),
+                      "stdw-const0.5": list(base), "stdw-cosine": list(base + 0.001)}
+    return {"arms": ["stdw-linear", "stdw-const0.5", "stdw-cosine"], "target": target}
+
+
+def test_schedule_claim_is_one_paired_contrast_decided_both_ways():
+    from genlab.studies.stdw import STDWStudy, _claim_schedule
+
+    cfg = STDWStudy.Config()
+    assert _claim_schedule(_schedule_metrics(0.05, 0.005), cfg).held is True  # linear clearly better
+    assert _claim_schedule(_schedule_metrics(0.0, 0.001), cfg).held is False  # confidently below the margin
+    assert _claim_schedule(_schedule_metrics(0.01, 0.05), cfg).held is None  # too noisy to decide
+    missing = {"arms": ["stdw-linear"], "target": {}}
+    assert _claim_schedule(missing, cfg).held is None
