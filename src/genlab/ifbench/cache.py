@@ -5,20 +5,19 @@ JSON) and starts :func:`build_in_background`: a detached ``python -m genlab.ifbe
 writes the cache file atomically (temporary file, then rename) and exits, so the first run is not slowed by
 writing tens of megabytes, and later runs read the cache. ``GENLAB_CACHE_BUILD=inline`` builds in the calling
 process instead (tests, benchmarks), ``off`` never builds. One builder per file at a time (an exclusive marker).
-``genlab ifbench setup`` builds them all up front.
+``genlab ifbench setup`` builds them all up front (``genlab.ifbench.langid.build_cache``,
+``genlab.ifbench.nlp.build_tagger_cache``).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["build", "build_in_background", "mode", "prebuild"]
-
-BUILDERS = ("langdetect", "tagger")
+__all__ = ["build", "build_in_background", "cache_dir", "mode"]
 
 
 def mode() -> str:
@@ -47,60 +46,52 @@ def _claim(target: Path) -> bool:
         return False
 
 
-def build_in_background(name: str, target: Path, source: str = "") -> None:
-    """Start building cache ``name`` (one of :data:`BUILDERS`) into ``target`` unless one is being built; never
-    raises (a cache is an optimisation)."""
+def cache_dir() -> Path:
+    """Where derived, re-buildable data is cached (``$GENLAB_CACHE``, else ``$XDG_CACHE_HOME/genlab``, else
+    ``~/.cache/genlab``), under ``ifbench/``."""
+    base = os.environ.get("GENLAB_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "genlab"
+    )
+    return Path(base) / "ifbench"
+
+
+def build_in_background(builder: Callable[..., None], target: Path, *args: str) -> None:
+    """Start ``builder(target, *args)`` in a detached process unless ``target`` exists or is being built; never
+    raises (a cache is an optimisation). ``builder`` is a module-level function, named to the child process by
+    its module and name (as multiprocessing does), so this module imports none of the modules it builds for."""
     if mode() == "off" or target.exists():
         return
     if mode() == "inline":
-        build(name, target, source)
+        build(builder, target, *args)
         return
     if not _claim(target):
         return
+    import subprocess  # here: importing this module stays cheap on the evaluation's critical path
+
     try:
         env = {**os.environ, "GENLAB_CACHE_BUILD": "inline"}
-        subprocess.Popen([sys.executable, "-m", "genlab.ifbench.cache", name, str(target), source], env=env,
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True, close_fds=True)
+        cmd = [sys.executable, "-m", "genlab.ifbench.cache", builder.__module__, builder.__qualname__, str(target)]
+        subprocess.Popen([*cmd, *args], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
     except OSError:
         target.with_name(target.name + ".building").unlink(missing_ok=True)
 
 
-def build(name: str, target: Path, source: str = "") -> None:
-    """Build cache ``name`` into ``target`` in this process (errors are swallowed: the cache stays absent)."""
+def build(builder: Callable[..., None], target: Path, *args: str) -> None:
+    """``builder(target, *args)`` in this process (errors are swallowed: the cache stays absent)."""
     try:
-        if name == "langdetect":
-            from genlab.ifbench.langid import _build_sqlite
-
-            _build_sqlite(target)
-        elif name == "tagger":
-            from genlab.ifbench.nlp import _build_tagger_db
-
-            _build_tagger_db(Path(source), target)
+        builder(target, *args)
     except Exception:
         pass
     finally:
         target.with_name(target.name + ".building").unlink(missing_ok=True)
 
 
-def prebuild() -> dict[str, str]:
-    """Build every missing cache now, in this process (``genlab ifbench setup``); returns {name: path}."""
-    from genlab.ifbench import langid, nlp
+def _main(module: str, name: str, target: str, *args: str) -> None:
+    import importlib
 
-    done = {}
-    target = langid.profiles_cache_path()
-    if not target.exists():
-        build("langdetect", target)
-    done["langdetect"] = str(target)
-    weights = nlp._find_resource("taggers/averaged_perceptron_tagger_eng")
-    if weights is not None:
-        src = weights / "averaged_perceptron_tagger_eng.weights.json"
-        target = nlp._tagger_db(src)
-        if not target.exists():
-            build("tagger", target, str(src))
-        done["tagger"] = str(target)
-    return done
+    build(getattr(importlib.import_module(module), name), Path(target), *args)
 
 
 if __name__ == "__main__":
-    build(sys.argv[1], Path(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "")
+    _main(*sys.argv[1:])

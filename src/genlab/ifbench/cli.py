@@ -235,10 +235,12 @@ def _setup(a: argparse.Namespace) -> int:
             print(f"{pkg}: {'ok' if ok else 'FAILED (offline? use --from FOLDER_OR_ARCHIVE)'} -> {target}")
         nlp.reset()
     if not a.show:
-        from genlab.ifbench.cache import prebuild
+        from genlab.ifbench.langid import build_cache
 
-        for name, path in prebuild().items():  # so that the first evaluation does not build them
-            print(f"cache {name}: {path}")
+        # built now so that the first evaluation does not build them
+        for name, path in (("langdetect", build_cache()), ("tagger", nlp.build_tagger_cache())):
+            if path is not None:
+                print(f"cache {name}: {path}")
     print(json.dumps(nlp.backend_info(), indent=1))
     return 0
 

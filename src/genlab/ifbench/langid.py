@@ -44,6 +44,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from genlab.ifbench.cache import build_in_background, cache_dir
+
 SEED = 0
 N_TRIAL, ALPHA, ALPHA_WIDTH, BASE_FREQ = 7, 0.5, 0.05, 10000  # langdetect.detector.Detector's constants
 CONV_THRESHOLD, ITERATION_LIMIT, PROB_THRESHOLD, MAX_TEXT = 0.99999, 1000, 0.1, 10000
@@ -51,15 +53,6 @@ CONV_THRESHOLD, ITERATION_LIMIT, PROB_THRESHOLD, MAX_TEXT = 0.99999, 1000, 0.1, 
 
 class DetectionError(Exception):
     """langdetect could not decide (no features in the text); the reference counts this as a pass."""
-
-
-def cache_dir() -> Path:
-    """Where derived, re-buildable data is cached (``$GENLAB_CACHE``, else ``$XDG_CACHE_HOME/genlab``, else
-    ``~/.cache/genlab``), under ``ifbench/``."""
-    base = os.environ.get("GENLAB_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "genlab"
-    )
-    return Path(base) / "ifbench"
 
 
 @functools.lru_cache(maxsize=1)
@@ -112,9 +105,7 @@ def _sqlite_source() -> tuple[list[str], Callable[[list[str]], dict[str, Any]]]:
 
     path = profiles_cache_path()
     if not path.exists():
-        from genlab.ifbench.cache import build_in_background
-
-        build_in_background("langdetect", path)  # off the critical path; this run reads the profiles in memory
+        build_in_background(_build_sqlite, path)  # off the critical path; this run reads the profiles in memory
         if not path.exists():
             raise FileNotFoundError(path)
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -531,3 +522,13 @@ def detect(text: str) -> str:
     if code is None:
         raise DetectionError("language could not be detected")
     return code
+
+
+def build_cache() -> Path:
+    """Build the SQLite copy of langdetect's profiles now, if missing (``genlab ifbench setup``); its path."""
+    from genlab.ifbench.cache import build
+
+    target = profiles_cache_path()
+    if not target.exists():
+        build(_build_sqlite, target)
+    return target

@@ -32,6 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from genlab.ifbench.cache import build_in_background, cache_dir
 from genlab.ifbench.core import MissingDataError
 
 __all__ = [
@@ -529,14 +530,12 @@ _END = ("-END-", "-END2-")
 def _tagger_db(path: Path) -> Path:
     import hashlib
 
-    from genlab.ifbench.langid import cache_dir
-
     st = path.stat()
     sig = hashlib.sha1(f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
     return cache_dir() / f"tagger-{sig}.sqlite"
 
 
-def _build_tagger_db(path: Path, db: Path) -> None:
+def _build_tagger_db(db: Path, path: str | Path) -> None:
     """Copy the tagger's weights JSON into an SQLite table (feature -> JSON of {label: weight}), atomically."""
     import sqlite3
 
@@ -561,9 +560,7 @@ def _tagger_weights(path: Path) -> Any:
         db = _tagger_db(path)
         if db.exists():
             return _LazyWeights(db)
-        from genlab.ifbench.cache import build_in_background
-
-        build_in_background("tagger", db, str(path))
+        build_in_background(_build_tagger_db, db, str(path))
         if db.exists():  # built inline (GENLAB_CACHE_BUILD=inline)
             return _LazyWeights(db)
     except OSError:
@@ -819,3 +816,18 @@ def backend_info() -> dict[str, Any]:
         or "offline verb rules",
         "search_path": [str(p) for p in nltk_search_path()],
     }
+
+
+def build_tagger_cache() -> Path | None:
+    """Build the SQLite copy of the tagger's weights now, if the tagger is installed and the copy missing
+    (``genlab ifbench setup``); its path, or None without the tagger."""
+    from genlab.ifbench.cache import build
+
+    weights = _find_resource("taggers/averaged_perceptron_tagger_eng")
+    if weights is None:
+        return None
+    src = weights / "averaged_perceptron_tagger_eng.weights.json"
+    target = _tagger_db(src)
+    if not target.exists():
+        build(_build_tagger_db, target, str(src))
+    return target

@@ -105,7 +105,7 @@ def _newline(t, kw, fixed):
 def _emoji_chars() -> frozenset[str]:
     """Single code points that ``emoji.is_emoji`` accepts (the checker only asks about single characters).
     Importing ``emoji`` builds large tables (~0.1 s), so the set is cached per installed emoji version."""
-    from genlab.ifbench.langid import cache_dir
+    from genlab.ifbench.cache import cache_dir
     from genlab.ifbench.nlp import dist_version
 
     path = cache_dir() / f"emoji-{dist_version('emoji')}-single.json"

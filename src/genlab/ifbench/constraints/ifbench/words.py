@@ -138,7 +138,7 @@ def _syllable_dict() -> dict[str, int]:
     """syllapy's word list (importing syllapy parses a 140k-row CSV, ~0.1 s); cached per installed version as
     JSON (a data format: loading it cannot run code, unlike a pickle). A cache file that is not a JSON object of
     word -> int is ignored and rebuilt."""
-    from genlab.ifbench.langid import cache_dir
+    from genlab.ifbench.cache import cache_dir
     from genlab.ifbench.nlp import dist_version
 
     path = cache_dir() / f"syllapy-{dist_version('syllapy')}.json"
