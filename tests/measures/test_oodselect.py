@@ -10,6 +10,7 @@ import torch
 
 from genlab.measures.oodselect import (
     _pearson_np,
+    bootstrap_subset_r,
     greedy_path,
     probit,
     random_subset_correlations,
@@ -268,3 +269,13 @@ def test_cli_errors_are_one_sentence_exit_2(app, tmp_path, mutate, message):
     assert res.exit_code == 2, res.output
     assert message in " ".join(res.output.split()).replace("│", "").replace("  ", " ") or message in res.output
     assert "Traceback" not in res.output
+
+
+def test_bootstrap_subset_r_brackets_the_point_estimate_and_narrows_with_models():
+    correct, acc = planted_pool(m=200, n=120, planted=40, noise=0.3, seed=2)
+    for idx in (np.arange(40), np.arange(40, 120)):
+        r = subset_correlation(correct, acc, idx)
+        lo, hi = bootstrap_subset_r(correct, acc, idx, seed=0)
+        assert lo < r < hi and hi - lo < 0.3
+    lo_few, hi_few = bootstrap_subset_r(correct[:30], acc[:30], np.arange(40), seed=0)
+    assert hi_few - lo_few > hi - lo  # fewer held-out models, wider interval

@@ -61,8 +61,9 @@ def test_pool_cache_roundtrip(tmp_path):
     assert PoolConfig(runs=6, checkpoints=(5, 10), seed=2).key() != pc.key()
 
 
-def _metrics(sel, rand, prec, full=0.6):
+def _metrics(sel, rand, prec, full=0.6, null=(0.05, -0.1)):
     row = {
+        "r_null_selected_test": list(null),
         "r_full_test": full,
         "r_selected_test": sel,
         "r_random_mean": rand,
@@ -85,6 +86,8 @@ def test_claims_read_the_metrics():
     assert [x.verdict for x in OODSelectStudy.verdicts(bad, OODSelectStudy.config("quick"))][:4] == [
         "not reproduced"
     ] * 4
+    reversed_null = _metrics([-0.7, -0.6, 0.1], [0.5, 0.6, 0.6], [0.8, 0.6, 0.4], null=(-0.7, -0.6))
+    assert OODSelectStudy.verdicts(reversed_null, OODSelectStudy.config("quick"))[-1].verdict == "not reproduced"
     mixed = _metrics([-0.7, -0.6, 0.1], [0.5, 0.6, 0.6], [0.8, 0.6, 0.4])
     mixed["seeds"][2] = dict(mixed["seeds"][2], r_full_test=0.1)
     assert OODSelectStudy.verdicts(mixed, OODSelectStudy.config("quick"))[0].verdict == "inconclusive"

@@ -99,6 +99,21 @@ def subset_correlation(correct: np.ndarray, id_acc: np.ndarray, subsets: Any = N
     return float(r[0]) if single else r
 
 
+def bootstrap_subset_r(
+    correct: np.ndarray, id_acc: np.ndarray, idx: Any, n_boot: int = 2000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile interval of one subset's probit r when the models (rows) are resampled with replacement."""
+    correct = np.asarray(correct, dtype=np.float64)
+    pa = probit(correct[:, np.asarray(idx)].mean(1))
+    pi = probit(np.asarray(id_acc, dtype=np.float64))
+    rows = np.random.default_rng(seed).integers(0, len(pa), size=(n_boot, len(pa)))
+    a = pa[rows] - pa[rows].mean(1, keepdims=True)
+    b = pi[rows] - pi[rows].mean(1, keepdims=True)
+    r = (a * b).sum(1) / np.sqrt(((a * a).sum(1) + VAR_EPS) * ((b * b).sum(1) + VAR_EPS))
+    alpha = (1 - level) / 2
+    return float(np.quantile(r, alpha)), float(np.quantile(r, 1 - alpha))
+
+
 def random_subset_correlations(
     correct: np.ndarray, id_acc: np.ndarray, k: int, n_draws: int, rng: np.random.Generator
 ) -> np.ndarray:

@@ -239,6 +239,27 @@ def _claim_precision(m: Any, cfg):
     return by_seeds([e >= cfg.min_enrichment for e in enr], min_enrichment=enr, base_rate=m["planted_fraction"])
 
 
+def _null_control(cor: np.ndarray, acc: np.ndarray, fractions: list[float], groups: np.ndarray, seed: int,
+                  cfg: Any, rng: np.random.Generator) -> list[float]:
+    """OODSelect on the same pool with every OOD column shuffled across models (nothing to find): the held-out r
+    of its subsets at the given sizes. A selection that overfits the training models would look reversed here."""
+    from genlab.measures.oodselect import run_oodselect
+
+    if not fractions:
+        return []
+    rep = run_oodselect(rng.permuted(cor, axis=0), acc, fractions, groups=groups, seed=seed, lrs=cfg.lrs,
+                        lams=cfg.lams, steps=cfg.steps, n_random=1, greedy=False)
+    return [rep.r_selected[k]["test"] for k in rep.ks]
+
+
+def _claim_null(m: Any, cfg):
+    nulls = [s["r_null_selected_test"] for s in _seed_rows(m)]
+    if not all(nulls):
+        return by_seeds([None], note="no subset size at or below the planted fraction")
+    lowest = [min(n) for n in nulls]
+    return by_seeds([v > cfg.r_below_line for v in lowest], min_r_null_selected_test=lowest)
+
+
 def _claim_beats_greedy(m: Any, cfg):
     small = _small_ks(m)
     diffs = [float(np.mean([s["r_selected_test"][i] - s["r_greedy_test"][i] for i in small])) for s in _seed_rows(m)]
@@ -321,11 +342,16 @@ class OODSelectStudy(Study):
             "beats-greedy",
             "OODSelect is at least as negative as the greedy baseline on held-out models (within {greedy_margin})",
             _claim_beats_greedy),
+        Claim(
+            "null-control",
+            "control: with every OOD example's correctness shuffled across models (nothing to find), OODSelect's "
+            "subsets up to the planted size stay above r = {r_below_line} on held-out models",
+            _claim_null),
     ]
 
     def run(self, cfg: OODSelectStudy.Config, ctx: RunContext) -> dict:
         from genlab.data.shifts import REVERSED
-        from genlab.measures.oodselect import run_oodselect, subset_correlation
+        from genlab.measures.oodselect import bootstrap_subset_r, run_oodselect, subset_correlation
 
         cache = Path(cfg.cache_dir) if cfg.cache_dir else ctx.out_dir
         rows, pools_meta = [], []
@@ -355,6 +381,10 @@ class OODSelectStudy(Study):
                                     lams=cfg.lams, steps=cfg.steps, n_random=cfg.n_random)
                 r2 = run_oodselect(cor, acc, cfg.k_fractions[:3], groups=pool["run"], seed=seed, lrs=cfg.lrs,
                                    lams=cfg.lams, steps=cfg.steps, n_random=1, loss="r2", greedy=False)
+                small = [f for f in cfg.k_fractions if f <= float(rev.mean()) + 1e-9]
+                null = _null_control(cor, acc, small, pool["run"], seed, cfg, ctx.rng("null", ps, ss))
+                te = rep.split.test
+                cis = [bootstrap_subset_r(cor[te], acc[te], s.indices, seed=seed) for s in rep.selections]
                 prec = [float(rev[s.indices].mean()) for s in rep.selections]
                 mis = pool["misleading_ood"]
                 rec = [float(rev[s.indices].sum() / max(rev.sum(), 1)) for s in rep.selections]
@@ -362,6 +392,8 @@ class OODSelectStudy(Study):
                     "pool": ps, "split": ss,
                     "r_full_test": rep.r_full["test"], "r_full_train": rep.r_full["train"],
                     "r_selected_test": [rep.r_selected[k]["test"] for k in rep.ks],
+                    "r_selected_test_ci95": [list(ci) for ci in cis],
+                    "r_null_selected_test": null,
                     "r_selected_val": [rep.r_selected[k].get("val", float("nan")) for k in rep.ks],
                     "r_selected_train": [rep.r_selected[k]["train"] for k in rep.ks],
                     "r_greedy_test": [rep.r_greedy[k]["test"] for k in rep.ks],
