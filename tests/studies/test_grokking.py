@@ -120,7 +120,7 @@ def _fake_metrics(base_onsets, asc_onsets, off=1000, sup_onsets=None, ncc_up=20.
     return {
         "series": series,
         "intervention_op": "add",
-        "thresholds": {"ascent_off": off, "kappa_drop": 2.0, "suppress_tolerance": 1.5, "ncc_raise": 10.0},
+        "ascent_off": off,
         "modular": {
             "add": {
                 "baseline": [run(o) for o in base_onsets],
