@@ -59,11 +59,13 @@ def w2s_cnn_run(
     teacher_steps: int,
     snapshot_every: int,
     linear_student: bool = False,
+    val: PatchData | None = None,
 ) -> dict[str, Any]:
     """One weak-to-strong run; returns final and per-snapshot metrics of teacher and student.
 
     Curves (per snapshot): test error, hard-only test error, accuracy on the pseudo-labels (train), and the
-    fraction of wrongly pseudo-labelled training points the student predicts with their *true* label.
+    fraction of wrongly pseudo-labelled training points the student predicts with their *true* label; with ``val``
+    (a held-out sample with true labels, disjoint from ``test``) also its error, to pick a step without the test set.
     """
     import torch
 
@@ -94,6 +96,8 @@ def w2s_cnn_run(
     x_s, y_s, pseudo = out.extras["x_student"], out.extras["y_student_true"], out.extras["pseudo_labels"]
     flipped = pseudo != y_s
     curves: dict[str, list[float]] = {"test": [], "hard": [], "pseudo_acc": [], "flipped_true": []}
+    if val is not None:
+        curves["val"] = []
     hist = out.student.history
     for snap in hist.snapshots:
         st = out.student.at(snap)
@@ -102,6 +106,8 @@ def w2s_cnn_run(
         curves["hard"].append(_error(p_te[hard], test.y[hard]))
         curves["pseudo_acc"].append(float(np.mean(p_tr == pseudo)))
         curves["flipped_true"].append(float(np.mean(p_tr[flipped] == y_s[flipped])) if flipped.any() else 1.0)
+        if val is not None:
+            curves["val"].append(_error(sign(st(val)), val.y))
     return {
         "teacher_test": out.teacher_score,
         "teacher_hard": _error(t_pred[hard], test.y[hard]),
@@ -126,7 +132,7 @@ def _claim_teacher(m: dict[str, Any], cfg) -> Any:
 
 def _abundant_held(run: dict[str, Any], cfg) -> tuple[bool, dict[str, float]]:
     test = np.asarray(run["test"])
-    i = int(np.argmin(test))
+    i = int(np.argmin(run.get("val", test)))  # picked on held-out data (runs stored before n_val: on test)
     nums = {
         "best_test": float(test[i]),
         "teacher_test": run["teacher_test"],
@@ -223,6 +229,7 @@ class W2SCNN(Study):
         p_hard: float = 0.3
         p_both: float = 0.2
         n_test: int = 3000
+        n_val: int = 1000  # held-out, true labels: selects the student's best step (the test set never does)
         # teacher
         n_teacher: int = 200
         teacher_lr: float = 0.1
@@ -268,6 +275,7 @@ class W2SCNN(Study):
     presets = {
         "smoke": {
             "n_test": 400,
+            "n_val": 200,
             "n_teacher": 60,
             "teacher_steps": 50,
             "d_abundant": 60,
@@ -340,14 +348,15 @@ class W2SCNN(Study):
         runs, controls = [], []
         for s in range(cfg.seeds):
             test = pm.sample(cfg.n_test, ctx.rng("test", "abundant", s))
+            val = pm.sample(cfg.n_val, ctx.rng("val", "abundant", s))  # picks the "early" step; test only reports
             kw = dict(common, lr=cfg.lr_abundant, steps=cfg.steps_abundant, snapshot_every=cfg.snapshot_every)
             res = w2s_cnn_run(pm, cfg.n_teacher, cfg.n_abundant, test, ctx.rng("abundant", s),
-                              ctx.seed_for("init", s), **kw)
+                              ctx.seed_for("init", s), val=val, **kw)
             runs.append(res)
             lin = w2s_cnn_run(pm, cfg.n_teacher, cfg.n_abundant, test, ctx.rng("abundant", s),
                               ctx.seed_for("init", s), linear_student=True, **kw)
             controls.append(lin)
-            i = int(np.argmin(res["test"]))
+            i = int(np.argmin(res["val"]))
             ctx.log(f"abundant seed {s}: teacher {res['teacher_test']:.3f} (hard {res['teacher_hard']:.3f}); "
                     f"student best {res['test'][i]:.3f} at step {res['steps'][i]}, final {res['test'][-1]:.3f}; "
                     f"linear student final hard {lin['hard'][-1]:.3f}")
