@@ -137,7 +137,11 @@ def _compute(study_cls: type, cfg: Any, spec: RunSpec, path: Path, result: RunRe
     atomic_write_json(path / "config.json", {**meta, "config": config_to_dict(cfg)})
     started = datetime.now(UTC).isoformat(timespec="seconds")
     atomic_write_json(path / "env.json", {"status": RUNNING, "started": started, "pid": os.getpid()})
-    ctx = RunContext(seed=spec.seed, out_dir=path, cfg=cfg, device=spec.device, quiet=spec.quiet)
+    device = spec.device if study_cls.accelerated else "cpu"
+    ctx = RunContext(seed=spec.seed, out_dir=path, cfg=cfg, device=device, quiet=spec.quiet)
+    if device != spec.device:  # shown even when quiet: the user asked for something they do not get
+        print(f"warning: {study_cls.name} runs on the CPU only (it does not move its models to a device); "
+              f"--device {spec.device} is ignored for it", file=sys.stderr, flush=True)
     seed_global_generators(ctx.seed_for("global"))
     study = study_cls()
     t0 = time.perf_counter()
@@ -223,7 +227,8 @@ def _env(spec: RunSpec, started: str, wall: float, figures: list[Path], ctx: Run
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "wall_time": round(wall, 3),
         "seed": spec.seed,
-        "device": spec.device,
+        "device": ctx.device,
+        "device_requested": spec.device,
         "host": platform.node(),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),

@@ -65,6 +65,9 @@ class Study:
     claims: ClassVar[list[Claim]] = []
     summary: ClassVar[str] = ""
     headline: ClassVar[tuple[str, ...]] = ()  # metric paths a sweep tabulates by default, beside the claims
+    # True when ``run`` puts its models and tensors on ``ctx.device``; a study that does not runs on the CPU
+    # whatever --device asks, and the run records (and warns) that it did
+    accelerated: ClassVar[bool] = False
 
     def run(self, cfg: Any, ctx: RunContext) -> dict[str, Any]:
         raise NotImplementedError(f"{type(self).__name__}.run")

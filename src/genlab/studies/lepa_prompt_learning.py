@@ -284,6 +284,7 @@ def check_sensitivity(m: Mapping[str, Any], cfg: Any):
 @register
 class LepaPromptLearning(Study):
     name = "lepa-prompt-learning"
+    accelerated = True  # models and batches go to ctx.device
     paper = Paper(
         "LePa: levelling the objectives of multi-objective CLIP prompt learning (title and id not confirmed)",
         "unconfirmed (no arXiv id found)",

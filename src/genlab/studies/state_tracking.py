@@ -370,6 +370,7 @@ def _claim_prop3(m: Mapping[str, Any], cfg):  # type: ignore[no-untyped-def]
 @register
 class StateTracking(Study):
     name = "state-tracking"
+    accelerated = True  # models and batches go to ctx.device
     paper = Paper("Revisiting Bi-Linear State Transitions in Recurrent Neural Networks", "arXiv:2505.21749",
                   "M. Reza Ebrahimi, Roland Memisevic")
     summary = ("Bilinear RNNs (h_t = A(x_t) h_{t-1}) track state and length-generalise; restricting A(x) "
