@@ -25,11 +25,12 @@ class CorrHead(nn.Module):
         self.context = nn.Linear(width, width)  # global context: which way the object faces, its extent
         self.out = nn.Conv2d(width, out_dim, 1)
         self.logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))
-        if generator is not None:  # deterministic init from the caller's stream
-            for p in self.parameters():
-                if p.dim() > 1:
-                    bound = 1 / math.sqrt(p[0].numel())
-                    with torch.no_grad():
+        if generator is not None:  # deterministic init from the caller's stream (weights *and* biases: the
+            # default init draws from torch's global RNG, which would make training depend on what ran before)
+            for layer in (self.inp, *self.blocks, self.context, self.out):
+                bound = 1 / math.sqrt(layer.weight[0].numel())
+                with torch.no_grad():
+                    for p in (layer.weight, layer.bias):
                         p.copy_(torch.rand(p.shape, generator=generator) * 2 * bound - bound)
 
     def forward(self, feats: torch.Tensor) -> torch.Tensor:

@@ -464,15 +464,22 @@ def _check_unseen_never_trained(m: dict[str, Any], cfg: Any) -> Any:
     return evidence(held, slots_read=len(used), unseen_slots_read=len(leaked))
 
 
-def _check_backbone_confusion(m: dict[str, Any], cfg: Any) -> Any:
-    """Our stand-in has the property the study needs: raw features fail more on mirrored pairs."""
+def _check_mirror_invariant(m: dict[str, Any], cfg: Any) -> Any:
+    """Our stand-in is built to be exactly mirror-invariant (the DINOv2 left/right confusion it simulates)."""
+    inv = m.get("mirror_invariance_max_abs")
+    if inv is None:
+        return evidence(None, note="real features from data_dir: no simulated backbone to check")
+    return evidence(inv == 0.0, invariance_max_abs=inv)
+
+
+def _check_raw_confused(m: dict[str, Any], cfg: Any) -> Any:
+    """The stand-in has the property the study needs: raw matching is worse on mirrored pairs (every seed, both
+    keypoint sets)."""
     gaps = [s - r for s, r in zip(_seeds(m, "raw/seen/same"), _seeds(m, "raw/seen/mirrored"))]
     gaps += [s - r for s, r in zip(_seeds(m, "raw/unseen/same"), _seeds(m, "raw/unseen/mirrored"))]
-    inv = m.get("mirror_invariance_max_abs")
     if any(math.isnan(g) for g in gaps):
-        return evidence(None, note="no mirrored / same-side labels in this data", invariance_max_abs=inv)
-    return evidence((inv is None or inv == 0.0) and min(gaps) > 0, min_same_minus_mirrored=min(gaps),
-                    invariance_max_abs=inv)
+        return evidence(None, note="no mirrored / same-side labels in this data")
+    return evidence(min(gaps) > 0, min_same_minus_mirrored=min(gaps), mean_same_minus_mirrored=float(np.mean(gaps)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -493,7 +500,7 @@ class SpairUKeypoints(Study):
         data_dir: str = ""  # "" = synthetic; else a genlab-correspondence-v1 directory of real features
         categories: tuple[str, ...] = ("quadruped", "chair", "car")
         image_size: int = 24
-        train_instances: int = 150  # per category; val / test instances are disjoint
+        train_instances: int = 100  # per category; val / test instances are disjoint
         val_instances: int = 10
         test_instances: int = 20
         views: int = 2
@@ -507,8 +514,8 @@ class SpairUKeypoints(Study):
         bandwidth: float = 1.0
         instance_noise: float = 0.2
         pixel_noise: float = 0.3
-        steps: int = 300
-        batch: int = 8
+        steps: int = 200
+        batch: int = 6
         lr: float = 3e-3
         width: int = 32
         out_dim: int = 32
@@ -596,9 +603,12 @@ class SpairUKeypoints(Study):
         Claim("unseen-never-trained",
               "unseen keypoints never enter a loss or model selection (keypoint slots read by training)",
               _check_unseen_never_trained, kind="identity"),
-        Claim("stand-in-confuses-left-right",
-              "the simulated backbone is exactly mirror-invariant and raw matching is worse on mirrored pairs",
-              _check_backbone_confusion, kind="identity"),
+        Claim("stand-in-mirror-invariant",
+              "the simulated backbone's clean features are exactly invariant to the left/right mirror",
+              _check_mirror_invariant, kind="identity"),
+        Claim("raw-worse-on-mirrored",
+              "raw-feature matching is worse on mirrored than on same-side pairs in every seed (a property of "
+              "the stand-in the study needs, not a paper claim)", _check_raw_confused),
     ]
 
     def run(self, cfg: Config, ctx: RunContext) -> dict[str, Any]:
