@@ -54,8 +54,8 @@ VIEWS = ("all", "mirrored", "same")
 class TrainSettings:
     """How a head is trained (the same for both trained arms; ``arm`` switches the 3D losses on)."""
 
-    steps: int = 300
-    batch: int = 8  # pairs per step
+    steps: int = 200
+    batch: int = 6  # pairs per step
     lr: float = 3e-3
     width: int = 32
     out_dim: int = 32
