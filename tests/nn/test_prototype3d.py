@@ -60,11 +60,11 @@ def test_location_loss_vanishes_at_the_aligned_prototype_and_trains_it():
     first = None
     for _ in range(150):
         loss = fresh.location_loss(kp3d, vis, torch.tensor([0]))
-        first = float(loss) if first is None else first
+        first = loss.item() if first is None else first
         opt.zero_grad()
         loss.backward()
         opt.step()
-    assert float(loss) < 0.2 * first
+    assert loss.item() < 0.2 * first
 
 
 def test_feature_loss_is_log_k_for_uninformative_features_and_geometry_loss_is_finite():
