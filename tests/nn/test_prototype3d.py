@@ -76,13 +76,13 @@ def test_feature_loss_is_log_k_for_uninformative_features_and_geometry_loss_is_f
     with torch.no_grad():
         proto.feats[:, :, 0] = 0.0  # every prototype feature orthogonal to the input: uniform logits
     loss = proto.feature_loss(feats, torch.ones(3, 5, dtype=torch.bool), torch.tensor([0, 1, 0]))
-    assert abs(float(loss) - math.log(5)) < 1e-5
+    assert abs(loss.item() - math.log(5)) < 1e-5
     gen = torch.Generator().manual_seed(4)
     pts = torch.randn(2, 16, 3, generator=gen)
     nbr = torch.cdist(pts, pts).topk(4, largest=False).indices
     geo = proto.geometry_loss(torch.randn(2, 16, 8, generator=gen, requires_grad=True), pts, nbr,
                               torch.tensor([0, 1]), 4)
-    assert torch.isfinite(geo) and float(geo) >= 0
+    assert torch.isfinite(geo) and geo.item() >= 0
 
 
 def test_farthest_point_sample_stays_in_the_mask_and_spreads():
