@@ -490,6 +490,7 @@ def _check_raw_confused(m: dict[str, Any], cfg: Any) -> Any:
 @register
 class SpairUKeypoints(Study):
     name = "spair-u-keypoints"
+    accelerated = True  # heads, prototypes and batches go to ctx.device
     paper = Paper("Jamais Vu: Exposing the Generalization Gap in Supervised Semantic Correspondence",
                   "arXiv:2506.08220", "Mariotti, Du, Bhalgat, Mac Aodha, Bilen")
     summary = ("Mechanism study: a correspondence head trained on seen keypoints beats raw mirror-invariant "
