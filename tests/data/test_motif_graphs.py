@@ -86,14 +86,14 @@ def test_covariate_split_bases_and_balance():
 
 def test_concept_split_spurious_correlation():
     spec = MotifSpec(label_noise=0.0)
-    sets = concept_split(3000, 1500, spec, seed=4, train_bias=(0.95, 0.9, 0.85), val_bias=0.5)
+    sets = concept_split(2400, 900, spec, seed=4, train_bias=(0.95, 0.9, 0.85), val_bias=0.5)
     tr = sets["train"]
     match = tr.base == tr.motif  # wheel-house, tree-cycle, ladder-crane are pairs 0-0, 1-1, 2-2
     for e, b in enumerate((0.95, 0.9, 0.85)):
-        assert abs(match[tr.env == e].mean() - b) < 0.035
-    assert abs(np.mean(sets["ood_val"].base == sets["ood_val"].motif) - 0.5) < 0.04
+        assert abs(match[tr.env == e].mean() - b) < 0.04
+    assert abs(np.mean(sets["ood_val"].base == sets["ood_val"].motif) - 0.5) < 0.05
     test = sets["ood_test"]
-    assert abs(np.mean(test.base == test.motif) - 1 / 3) < 0.04
+    assert abs(np.mean(test.base == test.motif) - 1 / 3) < 0.05
     assert np.array_equal(tr.y, tr.motif)  # no label noise asked for
 
 

@@ -49,6 +49,9 @@ def test_weighted_gin_equals_gin_with_unit_weights_and_drops_zero_weight_edges()
 def test_kept_fraction_converges_to_eta_under_the_size_loss_alone(form):
     """Only L_e is optimised, through hard straight-through masks from an edge scorer on random features: the
     kept fraction (mean keep probability) goes to η from a start far above it."""
+    from genlab.harness.torch_setup import setup_torch
+
+    setup_torch(1)  # small tensors: extra threads only spin on shared cores
     torch.manual_seed(0)
     n_graphs, nodes = 16, 12
     ei = torch.cat([torch.randint(0, nodes, (2, 30)) + g * nodes for g in range(n_graphs)], 1)
