@@ -108,7 +108,24 @@ def sandbox(tmp_path_factory) -> Path:
     rows = "".join(f"{m}," + ",".join(map(str, r)) + "\n" for m, r in zip(models, correct))
     (box / "C.csv").write_text(header + rows)
     write_ifbench_inputs(box)
+    write_merge_inputs(box)
     return box
+
+
+def write_merge_inputs(box: Path) -> None:
+    """docs/merging.md's checkpoints (Hugging Face folders) and its two YAML files, taken from the page itself."""
+    import torch
+    from safetensors.torch import save_file
+
+    for seed, name in enumerate(("base", "expert_a", "expert_b")):
+        (box / name).mkdir()
+        g = torch.Generator().manual_seed(seed)
+        tensors = {"w": torch.randn(8, 4, generator=g), "b": torch.randn(8, generator=g)}
+        save_file(tensors, str(box / name / "model.safetensors"), metadata={"format": "pt"})
+        (box / name / "config.json").write_text('{"model_type": "toy"}')
+    yamls = re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / "merging.md").read_text(), re.S)
+    (box / "merge.yml").write_text(next(y for y in yamls if "merge_method: ties" in y))
+    (box / "cmm.yml").write_text(next(y for y in yamls if "merge_method: cmm" in y))
 
 
 def write_ifbench_inputs(box: Path) -> None:

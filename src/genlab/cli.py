@@ -482,6 +482,10 @@ from genlab.bnc.cli import app as _bnc_app  # noqa: E402
 
 app.add_typer(_bnc_app, name="bnc")
 
+from genlab.merging.cli import merge_command as _merge_command  # noqa: E402
+
+app.command("merge")(_merge_command)
+
 
 def _click_exceptions():
     """Where typer's ClickException lives: recent typer vendors its own click (typer._click)."""

@@ -1,0 +1,173 @@
+"""Peak memory and throughput of ``genlab merge`` against ``mergekit-yaml`` on the same merge of synthetic
+Llama-shaped bf16 checkpoints (Hugging Face folders, sharded), run back to back as subprocesses.
+
+    python benchmarks/bench_merge.py [--layers 4] [--hidden 2048] [--methods ties,task_arithmetic] [--keep DIR]
+
+Each tool runs once per method after a warm-up read of the inputs (so both read from the page cache); wall time,
+CPU time (user + sys) and peak RSS come from ``/usr/bin/time``. Throughput is input bytes / wall second. The
+outputs are compared tensor by tensor (they must be identical). If mergekit is missing, its rows are skipped.
+
+Last results: see docs/merging.md ("Speed and memory").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def llama_config(hidden: int, layers: int, vocab: int) -> dict:
+    return {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": hidden,
+        "intermediate_size": hidden * 11 // 4,
+        "num_hidden_layers": layers,
+        "num_attention_heads": hidden // 128,
+        "num_key_value_heads": hidden // 512,
+        "vocab_size": vocab,
+        "max_position_embeddings": 2048,
+        "rms_norm_eps": 1e-5,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+    }
+
+
+def llama_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
+    h, f, v, kv = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"], cfg["num_key_value_heads"] * 128
+    shapes = {"model.embed_tokens.weight": (v, h), "model.norm.weight": (h,), "lm_head.weight": (v, h)}
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        shapes.update({
+            p + "input_layernorm.weight": (h,), p + "post_attention_layernorm.weight": (h,),
+            p + "self_attn.q_proj.weight": (h, h), p + "self_attn.k_proj.weight": (kv, h),
+            p + "self_attn.v_proj.weight": (kv, h), p + "self_attn.o_proj.weight": (h, h),
+            p + "mlp.gate_proj.weight": (f, h), p + "mlp.up_proj.weight": (f, h), p + "mlp.down_proj.weight": (h, f),
+        })  # fmt: skip
+    return shapes
+
+
+def make_model(path: Path, cfg: dict, seed: int, base_seed: int | None, shard_bytes: int) -> int:
+    """Write a sharded bf16 checkpoint: the base (base_seed None) or base + 0.02 * noise (an expert)."""
+    path.mkdir(parents=True)
+    (path / "config.json").write_text(json.dumps(cfg, indent=2))
+    shards, cur, size, total = [], {}, 0, 0
+    for name, shape in llama_shapes(cfg).items():
+        g = torch.Generator().manual_seed(hash((name, base_seed if base_seed is not None else seed)) % 2**31)
+        t = torch.randn(shape, generator=g) * 0.02
+        if base_seed is not None:
+            g2 = torch.Generator().manual_seed(hash((name, seed)) % 2**31)
+            t += torch.randn(shape, generator=g2) * 0.002
+        t = t.to(torch.bfloat16)
+        if cur and size + t.numel() * 2 > shard_bytes:
+            shards.append(cur)
+            cur, size = {}, 0
+        cur[name] = t
+        size += t.numel() * 2
+        total += t.numel() * 2
+    shards.append(cur)
+    weight_map = {}
+    for i, shard in enumerate(shards):
+        fname = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        save_file(shard, str(path / fname), metadata={"format": "pt"})
+        weight_map.update(dict.fromkeys(shard, fname))
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    (path / "model.safetensors.index.json").write_text(json.dumps(index))
+    return total
+
+
+def timed(cmd: list[str], env: dict) -> dict:
+    """Run a command under /usr/bin/time; wall and CPU seconds, peak RSS in MB."""
+    out = subprocess.run(
+        ["/usr/bin/time", "-f", "TIME %e %U %S %M", *cmd], capture_output=True, text=True, env=env, check=False
+    )
+    line = next((x for x in out.stderr.splitlines() if x.startswith("TIME ")), None)
+    if out.returncode != 0 or line is None:
+        raise RuntimeError(f"{cmd[0]} failed ({out.returncode}): {out.stderr[-2000:]}")
+    wall, user, sys_, rss = line.split()[1:]
+    return {"wall": float(wall), "cpu": float(user) + float(sys_), "rss_mb": int(rss) / 1024}
+
+
+def read_all(folder: Path) -> dict[str, torch.Tensor]:
+    out = {}
+    for f in sorted(folder.glob("*.safetensors")):
+        out.update(load_file(str(f)))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--hidden", type=int, default=2048)
+    ap.add_argument("--vocab", type=int, default=8192)
+    ap.add_argument("--experts", type=int, default=2)
+    ap.add_argument("--methods", default="ties,task_arithmetic")
+    ap.add_argument("--keep", type=Path, default=None, help="work folder to keep (default: a temporary one)")
+    args = ap.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="bench_merge_"))
+    work.mkdir(parents=True, exist_ok=True)
+    cfg = llama_config(args.hidden, args.layers, args.vocab)
+    names = ["base"] + [f"expert{i}" for i in range(args.experts)]
+    total = 0
+    for i, name in enumerate(names):
+        if not (work / name).exists():
+            make_model(work / name, cfg, seed=i, base_seed=None if i == 0 else 0, shard_bytes=200_000_000)
+        total += sum(f.stat().st_size for f in (work / name).glob("*.safetensors"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
+    have_mergekit = shutil.which("mergekit-yaml", path=str(Path(sys.executable).parent)) is not None
+    print(f"inputs: {len(names)} checkpoints, {total / 1e9:.2f} GB (bf16, sharded); work dir {work}")
+    idle = timed([sys.executable, "-c", "import torch, safetensors"], env)
+    print(f"python + torch import alone: peak RSS {idle['rss_mb']:.0f} MB, {idle['cpu']:.1f} s CPU")
+    print(f"{'method':>16} {'tool':>14} {'wall s':>8} {'cpu s':>8} {'peak RSS MB':>12} {'GB/s':>6}")
+    for method in args.methods.split(","):
+        merge_cfg = {
+            "merge_method": method,
+            "base_model": str(work / "base"),
+            "models": [{"model": str(work / n), "parameters": {"weight": 0.5, "density": 0.5}} for n in names[1:]],
+            "dtype": "bfloat16",
+        }
+        if method == "task_arithmetic":
+            for m in merge_cfg["models"]:
+                m["parameters"].pop("density")
+        (work / f"{method}.yml").write_text(json.dumps(merge_cfg))
+        for n in names:  # warm the page cache so both tools read from memory
+            for f in (work / n).glob("*.safetensors"):
+                f.read_bytes()
+        runs = {
+            "genlab": [sys.executable, "-m", "genlab.cli", "merge", str(work / f"{method}.yml"), "--out",
+                       str(work / f"out_genlab_{method}"), "--force", "--quiet"],
+            "genlab --mmap": [sys.executable, "-m", "genlab.cli", "merge", str(work / f"{method}.yml"), "--out",
+                              str(work / f"out_genlab_mmap_{method}"), "--force", "--quiet", "--mmap"],
+        }  # fmt: skip
+        if have_mergekit:
+            mk = str(Path(sys.executable).parent / "mergekit-yaml")
+            runs["mergekit"] = [mk, str(work / f"{method}.yml"), str(work / f"out_mergekit_{method}"),
+                                "--random-seed", "0", "--no-copy-tokenizer", "--quiet"]  # fmt: skip
+        results = {}
+        for tool, cmd in runs.items():
+            results[tool] = r = timed(cmd, env)
+            speed = total / 1e9 / r["wall"]
+            print(f"{method:>16} {tool:>14} {r['wall']:>8.1f} {r['cpu']:>8.1f} {r['rss_mb']:>12.0f} {speed:>6.3f}")
+        if "mergekit" in results:
+            g, m = results["genlab"], results["mergekit"]
+            ours, theirs = read_all(work / f"out_genlab_{method}"), read_all(work / f"out_mergekit_{method}")
+            same = set(ours) == set(theirs) and all(torch.equal(ours[k], theirs[k]) for k in theirs)
+            print(f"{method:>16} {'ratio':>14} {m['wall'] / g['wall']:>7.1f}x {m['cpu'] / g['cpu']:>7.1f}x "
+                  f"{m['rss_mb'] / g['rss_mb']:>11.1f}x   outputs identical: {same}")  # fmt: skip
+    if args.keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,322 @@
+"""The merge configuration: the subset of mergekit's YAML schema that ``genlab merge`` runs unchanged.
+
+```yaml
+merge_method: ties                 # linear | task_arithmetic | ties | dare_ties | dare_linear | breadcrumbs |
+base_model: path/to/base           #   breadcrumbs_ties | della | della_linear | cmm (genlab's curriculum merge)
+models:
+  - model: path/to/expert_a
+    parameters: {weight: 0.5, density: 0.5}
+  - model: path/to/expert_b
+    parameters:
+      weight: [0.2, 0.8]           # a gradient over layers
+      density: [{filter: mlp, value: 0.3}, {value: 0.7}]   # by substring of the tensor name
+parameters: {normalize: true, lambda: 1.0, int8_mask: false}
+dtype: bfloat16                    # cast inputs before merging; out_dtype casts the result
+tokenizer_source: base             # only "base" (copy the base model's tokenizer files)
+```
+
+Keys, parameters and values outside this subset are errors that name the key; nothing is silently ignored
+(mergekit ignores unknown keys and parameters). Parameter settings resolve as in mergekit: a model's own
+``parameters`` first, then the top-level ones, then the method's default; ``{filter, value}`` entries match a
+substring of the tensor name (``*`` or no filter matches all); a list of numbers is interpolated linearly at
+``layer / (layers − 1)`` (tensors outside the numbered layers take the first value).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from genlab.merging.errors import MergeConfigError
+from genlab.merging.methods import Method, Param, get_method
+
+TOP_KEYS = ("merge_method", "base_model", "models", "parameters", "dtype", "out_dtype", "tokenizer_source")
+MERGEKIT_ONLY_KEYS = ("slices", "modules", "tokenizer", "chat_template")
+MODEL_KEYS = ("model", "parameters")
+DTYPES = {
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "int64": torch.int64,
+}
+_TRUE = {"true", "t", "yes", "y", "on", "1"}
+_FALSE = {"false", "f", "no", "n", "off", "0"}
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One input model: its reference as written, the path it resolves to, its own parameter settings."""
+
+    ref: str
+    path: Path
+    parameters: dict[str, Any] = field(default_factory=dict)
+    is_base: bool = False
+
+
+@dataclass(frozen=True)
+class MergeConfig:
+    method: Method
+    inputs: tuple[ModelEntry, ...]  # mergekit's model order: `models` as listed, then the base if not listed
+    base: ModelEntry | None
+    parameters: dict[str, Any]
+    dtype: torch.dtype | None = None
+    out_dtype: torch.dtype | None = None
+    tokenizer_source: str | None = None
+    text: str = ""
+
+    @property
+    def experts(self) -> tuple[ModelEntry, ...]:
+        return tuple(m for m in self.inputs if not m.is_base)
+
+
+def load_config(path: str | Path) -> MergeConfig:
+    """Read and validate a YAML merge configuration."""
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise MergeConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise MergeConfigError(f"{path}: not a text (YAML) file") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" (line {where.line + 1})" if where is not None else ""
+        raise MergeConfigError(f"{path}: not valid YAML{at}") from None
+    return parse_config(data, base_dir=path.parent, text=text)
+
+
+def parse_config(data: Any, base_dir: str | Path | None = None, text: str = "") -> MergeConfig:
+    """Validate a configuration mapping (as ``yaml.safe_load`` gives it)."""
+    if not isinstance(data, Mapping):
+        raise MergeConfigError("the merge configuration must be a YAML mapping with merge_method and models")
+    for key in data:
+        if key in MERGEKIT_ONLY_KEYS:
+            raise MergeConfigError(f"mergekit key {key!r} is not supported by genlab merge (use 'models')")
+        if key not in TOP_KEYS:
+            raise MergeConfigError(f"unknown key {key!r}; genlab merge reads {', '.join(TOP_KEYS)}")
+    if "merge_method" not in data:
+        raise MergeConfigError("the configuration needs merge_method")
+    method = get_method(_text(data["merge_method"], "merge_method"))
+    if not data.get("models"):
+        raise MergeConfigError("the configuration needs a non-empty 'models' list")
+    if not isinstance(data["models"], list):
+        raise MergeConfigError("'models' must be a list of {model: PATH, parameters: {...}}")
+    base_ref = _text(data["base_model"], "base_model") if data.get("base_model") is not None else None
+    top = _parameters(data.get("parameters"), method, "parameters", top_level=True)
+    inputs = _inputs(data["models"], base_ref, method, Path(base_dir or "."))
+    base = next((m for m in inputs if m.is_base), None)
+    if base is not None and base.parameters and method.needs_base:
+        import warnings
+
+        warnings.warn(
+            f"the parameters given to the base model {base.ref!r} have no effect in {method.name} (as in mergekit)",
+            stacklevel=2,
+        )
+    if method.needs_base and base is None:
+        raise MergeConfigError(f"{method.name} needs base_model")
+    if method.needs_base and not any(not m.is_base for m in inputs):
+        raise MergeConfigError(f"{method.name} needs at least one model besides the base")
+    tokenizer = data.get("tokenizer_source")
+    if tokenizer is not None:
+        tokenizer = _text(tokenizer, "tokenizer_source")
+        if not (tokenizer == "base" or (base is not None and tokenizer == base.ref)):
+            raise MergeConfigError("tokenizer_source: only 'base' (the base model's tokenizer) is supported")
+        if base is None:
+            raise MergeConfigError("tokenizer_source: base needs base_model")
+    return MergeConfig(
+        method=method,
+        inputs=inputs,
+        base=base,
+        parameters=top,
+        dtype=_dtype(data.get("dtype"), "dtype"),
+        out_dtype=_dtype(data.get("out_dtype"), "out_dtype"),
+        tokenizer_source=tokenizer,
+        text=text,
+    )
+
+
+def _inputs(models: list, base_ref: str | None, method: Method, base_dir: Path) -> tuple[ModelEntry, ...]:
+    entries = []
+    for i, item in enumerate(models):
+        if isinstance(item, str):
+            item = {"model": item}
+        if not isinstance(item, Mapping) or "model" not in item:
+            raise MergeConfigError(f"models[{i}] must be a mapping with a 'model' key")
+        for key in item:
+            if key not in MODEL_KEYS:
+                raise MergeConfigError(f"models[{i}]: unknown key {key!r}; a model entry has 'model' and 'parameters'")
+        ref = _text(item["model"], f"models[{i}].model")
+        params = _parameters(item.get("parameters"), method, f"models[{i}].parameters", top_level=False)
+        entries.append(ModelEntry(ref, _resolve_path(ref, base_dir), params, is_base=ref == base_ref))
+    refs = [e.ref for e in entries]
+    dup = next((r for r in refs if refs.count(r) > 1), None)
+    if dup is not None:
+        raise MergeConfigError(f"model {dup!r} is listed twice")
+    if base_ref is not None and base_ref not in refs:
+        entries.append(ModelEntry(base_ref, _resolve_path(base_ref, base_dir), {}, is_base=True))
+    return tuple(entries)
+
+
+def _resolve_path(ref: str, base_dir: Path) -> Path:
+    """A model path as written (relative to the working directory, as mergekit reads it), or else relative to
+    the configuration file's folder."""
+    if ("+" in ref or "@" in ref) and not Path(ref).exists():
+        raise MergeConfigError(f"model {ref!r}: LoRA ('+') and revision ('@') references are not supported")
+    p = Path(ref).expanduser()
+    if p.exists() or p.is_absolute():
+        return p
+    alt = base_dir / p
+    return alt if alt.exists() else p
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise MergeConfigError(f"{where} must be a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def _dtype(value: Any, where: str) -> torch.dtype | None:
+    if value is None:
+        return None
+    name = _text(value, where).removeprefix("torch.")
+    if name not in DTYPES:
+        raise MergeConfigError(f"{where}: unknown dtype {value!r}; choose one of {', '.join(DTYPES)}")
+    return DTYPES[name]
+
+
+# -- parameters ---------------------------------------------------------------------------------------------
+
+
+def _parameters(raw: Any, method: Method, where: str, top_level: bool) -> dict[str, Any]:
+    """Check a ``parameters`` mapping's names and the shape and type of each setting."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise MergeConfigError(f"{where} must be a mapping of parameter names to values")
+    out = {}
+    for name, setting in raw.items():
+        param = method.param(str(name))
+        if param is None:
+            known = ", ".join(p.name for p in method.params)
+            raise MergeConfigError(f"{where}: {method.name} has no parameter {name!r} (it takes {known})")
+        if param.shared and not top_level:
+            raise MergeConfigError(f"{where}: {name!r} applies to the whole merge; put it under top-level parameters")
+        _check_setting(setting, param, f"{where}.{name}")
+        out[str(name)] = setting
+    return out
+
+
+def _check_setting(setting: Any, param: Param, where: str) -> None:
+    if isinstance(setting, Mapping):
+        extra = set(setting) - {"filter", "value"}
+        if extra or "value" not in setting:
+            raise MergeConfigError(f"{where}: a conditional setting is {{filter: TEXT, value: VALUE}}")
+        if setting.get("filter") is not None and not isinstance(setting["filter"], str):
+            raise MergeConfigError(f"{where}: filter must be text (a substring of tensor names)")
+        _check_setting(setting["value"], param, where)
+    elif isinstance(setting, list):
+        if all(isinstance(s, Mapping) for s in setting):
+            for s in setting:
+                _check_setting(s, param, where)
+        elif all(_is_scalar(s) for s in setting):
+            for s in setting:
+                validate_value(s, param, where)
+        else:
+            raise MergeConfigError(f"{where}: a list must hold only values (a gradient) or only {{filter, value}}")
+    else:
+        validate_value(setting, param, where)
+
+
+def _is_scalar(v: Any) -> bool:
+    return isinstance(v, bool | int | float | str)
+
+
+def validate_value(value: Any, param: Param, where: str = "") -> Any:
+    """Coerce one scalar as mergekit's pydantic validation would (numbers in strings, yes/no booleans) and
+    reject what it cannot be; non-finite numbers are rejected too."""
+    label = where or param.name
+    if param.kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        raise MergeConfigError(f"{label}: expected true or false, got {value!r}")
+    if param.kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise MergeConfigError(f"{label}: expected a number, got {value!r}")
+        try:
+            number = float(value)
+        except ValueError:
+            raise MergeConfigError(f"{label}: expected a number, got {value!r}") from None
+        if not math.isfinite(number):
+            raise MergeConfigError(f"{label}: must be finite, got {value!r}")
+        _check_range(param.name, number, label)
+        return number
+    if param.kind is str:
+        if not isinstance(value, str):
+            raise MergeConfigError(f"{label}: expected text, got {value!r}")
+        if param.choices and value not in param.choices:
+            raise MergeConfigError(f"{label}: choose one of {', '.join(param.choices)}, got {value!r}")
+        return value
+    raise MergeConfigError(f"{label}: unsupported parameter type")
+
+
+_RANGES = {"density": (0.0, 1.0), "gamma": (0.0, 1.0), "epsilon": (0.0, 1.0), "alpha": (0.0, 1.0)}
+
+
+def _check_range(name: str, value: float, label: str) -> None:
+    if name in _RANGES:
+        lo, hi = _RANGES[name]
+        if not lo <= value <= hi:
+            raise MergeConfigError(f"{label}: {name} must lie in [{lo:g}, {hi:g}], got {value:g}")
+
+
+def evaluate_setting(setting: Any, param: Param, tensor_name: str, t: float) -> Any:
+    """One setting's value for a tensor (None when no conditional entry matches), as mergekit evaluates it."""
+    if isinstance(setting, Mapping):
+        setting = [setting]
+    if _is_scalar(setting):
+        return validate_value(setting, param)
+    if not setting:
+        return None
+    if all(_is_scalar(s) for s in setting):
+        values = [validate_value(s, param) for s in setting]
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            return values[int(t * (len(values) - 1))]
+        scaled = t * (len(values) - 1)
+        i0 = int(scaled)
+        i1 = min(len(values) - 1, i0 + 1)
+        frac = scaled - i0
+        return validate_value((1 - frac) * values[i0] + frac * values[i1], param)
+    for cond in setting:
+        f = cond.get("filter")
+        if f is None or f == "*" or (tensor_name and f in tensor_name):
+            return evaluate_setting(cond["value"], param, tensor_name, t)
+    return None
+
+
+def resolve_param(
+    param: Param, scopes: Sequence[Mapping[str, Any]], tensor_name: str, t: float, where: str = ""
+) -> Any:
+    """The first scope whose setting gives a value wins; else the default; a required parameter with no value
+    is an error naming the tensor (and model)."""
+    for scope in scopes:
+        if param.name in scope:
+            value = evaluate_setting(scope[param.name], param, tensor_name, t)
+            if value is not None:
+                return value
+    if param.required:
+        raise MergeConfigError(f"no value for the required parameter {param.name!r} of {where or tensor_name}")
+    return param.default

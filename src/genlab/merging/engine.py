@@ -1,0 +1,330 @@
+"""The merge engine: plan every output tensor (names, shapes, dtypes, resolved parameters) from the inputs'
+headers, validate everything before any data is read, then merge tensor by tensor in mergekit's order.
+
+One implementation serves in-memory state dicts (:func:`merge_state_dicts`) and checkpoints on disk
+(:func:`genlab.merging.io.merge_to_folder`): both iterate :func:`run_plan`, so streaming equals the in-memory
+result bit for bit.
+
+Order matters for random methods: mergekit executes tensors sorted by the name each is read under, and within a
+tensor draws one mask per expert in the order the models are listed, all from one torch generator seeded by
+``--random-seed``. :func:`run_plan` does the same with a ``torch.Generator`` seeded by ``seed``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from genlab.merging.checkpoint import Source, TensorInfo, open_source
+from genlab.merging.config import MergeConfig, ModelEntry, parse_config, resolve_param
+from genlab.merging.curriculum import ConflictMeter, curriculum_order, progressive_merge_tensor, schedule_alphas
+from genlab.merging.errors import CheckpointError, MergeConfigError
+from genlab.merging.methods import get_method, gta_merge, linear_merge
+
+_LAYER = re.compile(r"\.(\d+)\.")
+
+
+@dataclass(frozen=True)
+class TensorJob:
+    """How one output tensor is made."""
+
+    name: str
+    reads: tuple[str, ...]  # the name each input (config order) stores it under
+    merge_dtype: torch.dtype  # inputs are cast to this before merging
+    out: TensorInfo  # name, dtype and shape written
+    copy: bool  # a non-floating buffer: copied, all inputs must agree
+    shared: dict[str, Any]
+    per_model: tuple[dict[str, Any], ...]  # resolved per-model parameters, config order ({} for a GTA base)
+
+    @property
+    def label(self) -> str:
+        """mergekit's scheduling key: the largest of the names the inputs are read under."""
+        return max(self.reads)
+
+
+@dataclass
+class MergePlan:
+    config: MergeConfig
+    jobs: list[TensorJob]
+    order: list[int]  # cmm: expert indices (into config.experts) in merge order; else list order
+    capability: list[float] | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return sum(j.out.nbytes for j in self.jobs)
+
+
+# -- planning ---------------------------------------------------------------------------------------------------
+
+
+def plan_merge(config: MergeConfig, sources: Sequence[Source]) -> MergePlan:
+    """Check names, shapes and parameters of every tensor; no tensor data is read (except for a cmm
+    conflict ranking, which needs a pass over the weights)."""
+    if len(sources) != len(config.inputs):
+        raise ValueError("one source per input model is needed")
+    names = _output_names(config, sources)
+    layers = _layer_positions(names)
+    jobs = [_job(config, sources, name, layers.get(name, 0.0)) for name in names]
+    # mergekit's execution order: by label; a tensor read under another's name (a tied lm_head) runs after it
+    jobs.sort(key=lambda j: (j.label, j.name != j.label, j.name))
+    plan = MergePlan(config, jobs, list(range(len(config.experts))))
+    if config.method.name == "cmm":
+        _order_experts(plan, sources)
+    return plan
+
+
+def _output_names(config: MergeConfig, sources: Sequence[Source]) -> list[str]:
+    names: dict[str, None] = {}
+    for s in sources:
+        names.update(dict.fromkeys(s.infos))
+    for name in names:
+        for model, source in zip(config.inputs, sources):
+            if source.resolve(name) is None:
+                raise CheckpointError(f"tensor {name!r} is missing from model {model.ref!r}")
+    return list(names)
+
+
+def _layer_positions(names: Sequence[str]) -> dict[str, float]:
+    """t = layer / (layers − 1) for tensors inside numbered layers (1 when there is one layer), as mergekit
+    interpolates gradients; the number of layers is counted per name prefix (per module)."""
+    found = {n: m for n in names if (m := _LAYER.search(n))}
+    count: dict[str, int] = {}
+    for n, m in found.items():
+        count[n[: m.start()]] = max(count.get(n[: m.start()], 0), int(m.group(1)) + 1)
+    out = {}
+    for n, m in found.items():
+        layers = count[n[: m.start()]]
+        out[n] = int(m.group(1)) / (layers - 1) if layers > 1 else 1.0
+    return out
+
+
+def _job(config: MergeConfig, sources: Sequence[Source], name: str, t: float) -> TensorJob:
+    reads = tuple(s.resolve(name) for s in sources)
+    infos = [s.infos[r] for s, r in zip(sources, reads)]
+    shapes = {i.shape for i in infos}
+    if len(shapes) > 1:
+        detail = ", ".join(f"{m.ref}: {tuple(i.shape)}" for m, i in zip(config.inputs, infos))
+        raise CheckpointError(f"tensor {name!r} has different shapes ({detail})")
+    dtypes = [config.dtype or i.dtype for i in infos]
+    floating = all(d.is_floating_point for d in dtypes)
+    merge_dtype = _promoted(dtypes) if floating else dtypes[0]
+    if not floating and len(set(dtypes)) > 1:
+        raise CheckpointError(
+            f"non-floating tensor {name!r} has different dtypes across models: {sorted(map(str, set(dtypes)))}"
+        )
+    out = TensorInfo(name, config.out_dtype or merge_dtype, infos[0].shape)
+    shared, per_model = _resolve_parameters(config, name, t) if floating else ({}, ())
+    return TensorJob(name, reads, merge_dtype, out, not floating, shared, per_model)
+
+
+def _promoted(dtypes: Sequence[torch.dtype]) -> torch.dtype:
+    out = dtypes[0]
+    for d in dtypes[1:]:
+        out = torch.promote_types(out, d)
+    return out
+
+
+def _resolve_parameters(config: MergeConfig, name: str, t: float) -> tuple[dict[str, Any], tuple[dict[str, Any], ...]]:
+    """Shared parameters from the top level; per-model ones from the model, then the top level (mergekit's
+    precedence). The base of a task-arithmetic method takes none."""
+    method = config.method
+    shared = {p.name: resolve_param(p, [config.parameters], name, t) for p in method.shared_params}
+    per_model = []
+    for m in config.inputs:
+        if m.is_base and method.needs_base:
+            per_model.append({})
+            continue
+        where = f"model {m.ref!r}, tensor {name!r}"
+        values = {
+            p.name: resolve_param(p, [m.parameters, config.parameters], name, t, where) for p in method.model_params
+        }
+        _check_della(method.name, values, where)
+        per_model.append(values)
+    return shared, tuple(per_model)
+
+
+def _check_della(method: str, values: Mapping[str, Any], where: str) -> None:
+    if "epsilon" in values and 0 < values["density"] < 1:
+        d, e = values["density"], values["epsilon"]
+        if d + e >= 1 or d - e <= 0:
+            raise MergeConfigError(f"{where}: {method} needs density ± epsilon inside (0, 1), got {d:g} ± {e:g}")
+
+
+def _order_experts(plan: MergePlan, sources: Sequence[Source]) -> None:
+    """The cmm curriculum: capability from per-model scores or from task-vector conflict, then sorted."""
+    cfg = plan.config
+    shared = {p.name: resolve_param(p, [cfg.parameters], "", 0.0) for p in cfg.method.shared_params}
+    order_by = shared["order"]
+    if order_by == "given":
+        return
+    experts = [i for i, m in enumerate(cfg.inputs) if not m.is_base]
+    if order_by == "score":
+        scores = [
+            resolve_param(cfg.method.param("score"), [cfg.inputs[i].parameters, cfg.parameters], "", 0.0)
+            for i in experts
+        ]
+        if any(math.isnan(s) for s in scores):
+            raise MergeConfigError("cmm with order: score needs parameters: {score: NUMBER} for every model")
+        capability = scores
+    else:
+        capability = [1.0 - c for c in conflict_scores(plan, sources)]
+    plan.capability = capability
+    plan.order = curriculum_order(capability, shared["direction"])
+
+
+def conflict_scores(plan: MergePlan, sources: Sequence[Source]) -> list[float]:
+    """Each expert's task-vector conflict fraction over all floating tensors (one extra pass over the weights)."""
+    cfg = plan.config
+    base_i = next(i for i, m in enumerate(cfg.inputs) if m.is_base)
+    experts = [i for i, m in enumerate(cfg.inputs) if not m.is_base]
+    meter = ConflictMeter(len(experts))
+    for job in plan.jobs:
+        if job.copy:
+            continue
+        base = _load(sources[base_i], job.reads[base_i], job.merge_dtype)
+        meter.update(
+            base, lambda k, job=job: _load(sources[experts[k]], job.reads[experts[k]], job.merge_dtype), len(experts)
+        )
+    return meter.scores()
+
+
+# -- execution --------------------------------------------------------------------------------------------------
+
+
+def _load(source: Source, name: str, dtype: torch.dtype) -> torch.Tensor:
+    x = source.load(name)
+    return x if x.dtype == dtype else x.to(dtype)
+
+
+def run_plan(plan: MergePlan, sources: Sequence[Source], seed: int | None = 0) -> Iterator[tuple[str, torch.Tensor]]:
+    """Yield ``(name, merged tensor)`` in plan order, loading each input tensor only when it is needed."""
+    generator = None
+    if plan.config.method.random or plan.config.method.name == "cmm":
+        generator = torch.Generator()
+        generator.manual_seed(0 if seed is None else int(seed))
+    for job in plan.jobs:
+        result = _copy(plan.config, sources, job) if job.copy else _merge(plan, sources, job, generator)
+        if result.dtype != job.out.dtype:
+            result = result.to(job.out.dtype)
+        yield job.name, result
+
+
+def _copy(config: MergeConfig, sources: Sequence[Source], job: TensorJob) -> torch.Tensor:
+    first = _load(sources[0], job.reads[0], job.merge_dtype)
+    for model, source, read in zip(config.inputs[1:], sources[1:], job.reads[1:]):
+        other = _load(source, read, job.merge_dtype)
+        if other.dtype != first.dtype or not torch.equal(other, first):
+            raise CheckpointError(
+                f"non-floating tensor {job.name!r} differs between {config.inputs[0].ref!r} and {model.ref!r}"
+            )
+    return first.clone()
+
+
+def _merge(
+    plan: MergePlan, sources: Sequence[Source], job: TensorJob, generator: torch.Generator | None
+) -> torch.Tensor:
+    cfg, method = plan.config, plan.config.method
+
+    def load(i: int) -> torch.Tensor:
+        return _load(sources[i], job.reads[i], job.merge_dtype)
+
+    if method.name == "linear":
+        weights = [p["weight"] for p in job.per_model]
+        return linear_merge((load(i) for i in range(len(sources))), weights, job.shared["normalize"])
+    base_i = next(i for i, m in enumerate(cfg.inputs) if m.is_base)
+    experts = [i for i, m in enumerate(cfg.inputs) if not m.is_base]
+    if method.name == "cmm":
+        order = [experts[k] for k in plan.order]
+        return progressive_merge_tensor(
+            load(base_i),
+            (load(i) for i in order),
+            schedule_alphas(len(order), job.shared["schedule"], job.shared["alpha"]),
+            job.shared["step"],
+            [job.per_model[i]["density"] for i in order],
+            generator=generator,
+            lam=job.shared["lambda"],
+        )
+    per = [job.per_model[i] for i in experts]
+    return gta_merge(
+        method,
+        load(base_i),
+        (load(i) for i in experts),
+        len(experts),
+        [p["weight"] for p in per],
+        [p["density"] for p in per],
+        normalize=job.shared["normalize"],
+        rescale=job.shared["rescale"],
+        lam=job.shared["lambda"],
+        int8_mask=job.shared["int8_mask"],
+        gamma=[p.get("gamma", 0.01) for p in per],
+        epsilon=[p.get("epsilon", 0.15) for p in per],
+        generator=generator,
+    )
+
+
+# -- in-memory API ------------------------------------------------------------------------------------------------
+
+
+def merge_state_dicts(
+    models: Mapping[str, Any], config: Mapping[str, Any] | MergeConfig, seed: int | None = 0
+) -> dict[str, torch.Tensor]:
+    """Merge state dicts (or modules, or checkpoint paths) named in ``models`` by a mergekit-style configuration
+    whose ``model`` / ``base_model`` entries are keys of ``models``::
+
+        merge_state_dicts({"base": sd0, "a": sd1, "b": sd2},
+                          {"merge_method": "ties", "base_model": "base",
+                           "models": [{"model": "a", "parameters": {"weight": 1, "density": 0.5}},
+                                      {"model": "b", "parameters": {"weight": 1, "density": 0.5}}]})
+    """
+    cfg = config if isinstance(config, MergeConfig) else parse_config(config)
+    sources = [_source_for(models, m) for m in cfg.inputs]
+    try:
+        plan = plan_merge(cfg, sources)
+        return dict(run_plan(plan, sources, seed))
+    finally:
+        for s in sources:
+            s.close()
+
+
+def _source_for(models: Mapping[str, Any], entry: ModelEntry) -> Source:
+    if entry.ref in models:
+        return open_source(models[entry.ref], entry.ref)
+    raise MergeConfigError(f"model {entry.ref!r} is not among the given models ({', '.join(map(str, models))})")
+
+
+def merge(
+    method: str,
+    base: Any,
+    experts: Sequence[Any],
+    weights: Sequence[float] | float | None = None,
+    densities: Sequence[float] | float | None = None,
+    seed: int | None = 0,
+    scores: Sequence[float] | None = None,
+    **parameters: Any,
+) -> dict[str, torch.Tensor]:
+    """The short form: ``merge("ties", base_sd, [sd1, sd2], weights=1.0, densities=0.5, lambda_=1.0)``.
+
+    ``base`` may be None for ``linear``; ``weights`` / ``densities`` / ``scores`` are per expert (a scalar
+    broadcasts); other keyword arguments are the method-wide parameters (``lambda_`` for ``lambda``)."""
+    m = get_method(method)
+    names = [f"expert{i}" for i in range(len(experts))]
+    models: dict[str, Any] = dict(zip(names, experts))
+    entries = []
+    for i, name in enumerate(names):
+        params: dict[str, Any] = {}
+        for key, values in (("weight", weights), ("density", densities), ("score", scores)):
+            if values is not None and m.param(key) is not None:
+                params[key] = values[i] if isinstance(values, Sequence) else values
+        entries.append({"model": name, "parameters": params})
+    config: dict[str, Any] = {"merge_method": method, "models": entries}
+    if base is not None:
+        models["base"] = base
+        config["base_model"] = "base"
+    if parameters:
+        config["parameters"] = {k.rstrip("_"): v for k, v in parameters.items()}
+    return merge_state_dicts(models, config, seed)

@@ -1,0 +1,173 @@
+"""Merging checkpoints on disk into a new checkpoint folder, streamed and atomic.
+
+The output folder gets the merged weights (``model.safetensors``, or shards + index), the base model's
+``config.json`` (with ``torch_dtype`` set when ``dtype`` / ``out_dtype`` is given), the base model's tokenizer and
+generation files when present (the files mergekit copies), and the configuration as ``genlab_merge.yml``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from genlab.merging.checkpoint import SafetensorsSource, Source
+from genlab.merging.config import MergeConfig, load_config
+from genlab.merging.engine import MergePlan, plan_merge, run_plan
+from genlab.merging.errors import CheckpointError
+from genlab.merging.writer import DEFAULT_SHARD_BYTES, ShardedWriter, atomic_dir, plan_shards
+
+# mergekit's list (merge.py, _copy_tokenizer): copied from the donor model when it has a tokenizer.
+TOKENIZER_FILES = (
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "tokenizer.json",
+    "tokenizer.model",
+    "added_tokens.json",
+    "merges.txt",
+    "chat_template.jinja",
+    "generation_config.json",
+    "chat_template.json",
+    "video_preprocessor_config.json",
+)
+DTYPE_NAMES = {"torch.bfloat16": "bfloat16", "torch.float16": "float16", "torch.float32": "float32"}
+
+
+@dataclass(frozen=True)
+class MergeSummary:
+    out: Path
+    method: str
+    tensors: int
+    bytes: int
+    shards: int
+    seconds: float
+    order: list[str] | None = None  # cmm: the experts in merge order
+
+    def as_dict(self) -> dict:
+        return {
+            "out": str(self.out),
+            "method": self.method,
+            "tensors": self.tensors,
+            "bytes": self.bytes,
+            "shards": self.shards,
+            "seconds": round(self.seconds, 3),
+            "order": self.order,
+        }
+
+
+def open_inputs(config: MergeConfig, mmap: bool = False) -> list[Source]:
+    return [SafetensorsSource(m.path, label=m.ref, mmap=mmap) for m in config.inputs]
+
+
+def merge_to_folder(
+    config: MergeConfig | str | Path,
+    out: str | Path,
+    seed: int | None = 0,
+    max_shard_bytes: int = DEFAULT_SHARD_BYTES,
+    copy_tokenizer: bool = True,
+    force: bool = False,
+    mmap: bool = False,
+    on_tensor: Callable[[str], None] | None = None,
+) -> MergeSummary:
+    """Merge the checkpoints a configuration names into the folder ``out`` (see the module docstring).
+
+    Everything that can be checked from the headers is checked before the output is created; an error while
+    merging removes the partial output, so ``out`` either holds a complete merge or is left as it was."""
+    start = time.perf_counter()
+    cfg = config if isinstance(config, MergeConfig) else load_config(config)
+    sources = open_inputs(cfg, mmap)
+    plan = plan_merge(cfg, sources)
+    _check_tokenizers(cfg)
+    side = _side_files(cfg, copy_tokenizer)
+    shards = plan_shards([j.out for j in plan.jobs], max_shard_bytes)
+    with atomic_dir(out, force) as tmp:
+        writer = ShardedWriter(tmp, shards)
+        try:
+            for name, tensor in run_plan(plan, sources, seed):
+                writer.write(name, tensor)
+                if on_tensor is not None:
+                    on_tensor(name)
+            writer.finish()
+        finally:
+            writer.abort()
+            for s in sources:
+                s.close()
+        for name, content in side.items():
+            if isinstance(content, Path):
+                shutil.copyfile(content, tmp / name)
+            else:
+                (tmp / name).write_text(content)
+    return MergeSummary(Path(out), cfg.method.name, len(plan.jobs), plan.nbytes, len(shards),
+                        time.perf_counter() - start, _order_names(plan))  # fmt: skip
+
+
+def _order_names(plan: MergePlan) -> list[str] | None:
+    if plan.config.method.name != "cmm":
+        return None
+    experts = plan.config.experts
+    return [experts[i].ref for i in plan.order]
+
+
+def _donor(cfg: MergeConfig) -> Path | None:
+    """Where config and tokenizer come from: the base model, else the first model (as in mergekit)."""
+    model = cfg.base or cfg.inputs[0]
+    return model.path if model.path.is_dir() else None
+
+
+def _has_tokenizer(folder: Path) -> bool:
+    return (folder / "tokenizer_config.json").exists() and (
+        (folder / "tokenizer.json").exists() or (folder / "tokenizer.model").exists()
+    )
+
+
+def _check_tokenizers(cfg: MergeConfig) -> None:
+    """``tokenizer_source: base`` is supported when every model that has a tokenizer has the base's: genlab does
+    not remap vocabularies (mergekit does, building a union or permuting embedding rows)."""
+    if cfg.tokenizer_source is None:
+        return
+    donor = _donor(cfg)
+    if donor is None or not _has_tokenizer(donor):
+        raise CheckpointError(f"tokenizer_source: base, but the base model {cfg.base.ref!r} has no tokenizer files")
+    ref = _tokenizer_bytes(donor)
+    for m in cfg.inputs:
+        if m.path.is_dir() and _has_tokenizer(m.path) and _tokenizer_bytes(m.path) != ref:
+            raise CheckpointError(
+                f"model {m.ref!r} has a different tokenizer from the base; genlab merge does not remap vocabularies"
+            )
+
+
+def _tokenizer_bytes(folder: Path) -> dict[str, bytes]:
+    names = ("tokenizer.json", "tokenizer.model", "added_tokens.json", "special_tokens_map.json")
+    return {n: (folder / n).read_bytes() for n in names if (folder / n).exists()}
+
+
+def _side_files(cfg: MergeConfig, copy_tokenizer: bool) -> dict[str, str | Path]:
+    """Files written next to the weights: text to write, or a path to copy (read before the output exists)."""
+    files: dict[str, str | Path] = {}
+    if cfg.text:
+        files["genlab_merge.yml"] = cfg.text
+    donor = _donor(cfg)
+    if donor is None:
+        return files
+    if (donor / "config.json").exists():
+        files["config.json"] = json.dumps(_out_model_config(cfg, donor), indent=2) + "\n"
+    if (copy_tokenizer or cfg.tokenizer_source) and _has_tokenizer(donor):
+        files.update({name: donor / name for name in TOKENIZER_FILES if (donor / name).exists()})
+    return files
+
+
+def _out_model_config(cfg: MergeConfig, donor: Path) -> dict:
+    try:
+        model_cfg = json.loads((donor / "config.json").read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"cannot read {donor / 'config.json'}: {exc}") from None
+    dtype = cfg.out_dtype or cfg.dtype
+    if dtype is not None and isinstance(model_cfg, dict):
+        name = DTYPE_NAMES.get(str(dtype), str(dtype).removeprefix("torch."))
+        keys = [k for k in ("torch_dtype", "dtype") if k in model_cfg] or ["torch_dtype"]
+        for k in keys:
+            model_cfg[k] = name
+    return model_cfg

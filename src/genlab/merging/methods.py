@@ -1,0 +1,376 @@
+"""Merge methods, tensor by tensor: weight averaging (``linear``) and the generalized task-arithmetic family
+(``task_arithmetic``, ``ties``, ``dare_linear``, ``dare_ties``, ``breadcrumbs``, ``breadcrumbs_ties``, ``della``,
+``della_linear``), with mergekit 0.1.5's names, parameters, defaults and arithmetic.
+
+Generalized task arithmetic, for one tensor with base θ₀ and experts θ₁…θₙ (weights wᵢ):
+
+1. task vectors δᵢ = θᵢ − θ₀, each optionally sparsified (TIES trim / DARE drop-and-rescale / ...);
+2. δᵢ ← wᵢ·δᵢ;
+3. optional sign election (TIES): the elected sign is that of Σᵢ wᵢδᵢ ("sum", zero counts as +) or of
+   Σᵢ sign(wᵢδᵢ) ("count"); entries whose sign disagrees are masked out;
+4. δ = Σᵢ mᵢwᵢδᵢ, divided by Σᵢ mᵢwᵢ when ``normalize`` (a zero divisor becomes 1), times ``lambda``;
+5. θ = θ₀ + δ, in the inputs' dtype.
+
+Each step is the same torch operation, in the same order and dtype, as mergekit's
+``GeneralizedTaskArithmeticMerge.merge_group`` and ``linear_merge``: the results agree bit for bit (tested).
+Experts are consumed one at a time, so only one expert tensor is alive besides the stacked task vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from genlab.merging.errors import MergeConfigError
+from genlab.merging.sparsify import sparsify
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a method: ``shared`` (one value per tensor) or per expert; ``None`` default = required."""
+
+    name: str
+    kind: type
+    default: Any = None
+    shared: bool = True
+    choices: tuple[str, ...] = ()
+
+    @property
+    def required(self) -> bool:
+        return self.default is None
+
+
+@dataclass(frozen=True)
+class Method:
+    """A merge method: mergekit's name, its parameters, and how it merges one tensor."""
+
+    name: str
+    needs_base: bool
+    params: tuple[Param, ...]
+    consensus: str | None = None  # "sum" | "count" | None
+    sparsification: str | None = None  # see genlab.merging.sparsify.SPARSIFIERS
+    random: bool = False
+    description: str = ""
+    reference: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    @property
+    def shared_params(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.shared)
+
+    @property
+    def model_params(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if not p.shared)
+
+
+def _gta(
+    name: str,
+    consensus: str | None,
+    sparsification: str | None,
+    normalize: bool,
+    rescale: bool,
+    description: str,
+    reference: str,
+) -> Method:
+    params = [
+        Param("int8_mask", bool, False),
+        Param("normalize", bool, normalize),
+        Param("rescale", bool, rescale),
+        Param("lambda", float, 1.0),
+        Param("weight", float, None, shared=False),
+        Param("density", float, 1.0, shared=False),
+    ]
+    if sparsification == "magnitude_outliers":
+        params.append(Param("gamma", float, 0.01, shared=False))
+    if sparsification == "della_magprune":
+        params.append(Param("epsilon", float, 0.15, shared=False))
+    return Method(
+        name,
+        needs_base=True,
+        params=tuple(params),
+        consensus=consensus,
+        sparsification=sparsification,
+        random=sparsification in ("random", "della_magprune"),
+        description=description,
+        reference=reference,
+    )
+
+
+LINEAR = Method(
+    "linear",
+    needs_base=False,
+    params=(Param("weight", float, None, shared=False), Param("normalize", bool, True)),
+    description="weighted average of the models (weights normalised to sum 1 by default)",
+    reference="https://arxiv.org/abs/2203.05482",
+)
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        LINEAR,
+        _gta("task_arithmetic", None, None, False, False, "base + λ·Σ wᵢδᵢ", "https://arxiv.org/abs/2212.04089"),
+        _gta(
+            "ties",
+            "sum",
+            "magnitude",
+            True,
+            False,
+            "trim to top-|δ| density, elect sign by mass, disjoint mean",
+            "https://arxiv.org/abs/2306.01708",
+        ),
+        _gta(
+            "dare_ties",
+            "sum",
+            "random",
+            False,
+            True,
+            "random drop (keep prob. density) with L1 rescale, then TIES sign election",
+            "https://arxiv.org/abs/2311.03099",
+        ),
+        _gta(
+            "dare_linear",
+            None,
+            "random",
+            False,
+            True,
+            "random drop (keep prob. density) with L1 rescale, then task arithmetic",
+            "https://arxiv.org/abs/2311.03099",
+        ),
+        _gta(
+            "breadcrumbs",
+            None,
+            "magnitude_outliers",
+            False,
+            False,
+            "drop the largest (gamma) and smallest magnitudes, then task arithmetic",
+            "https://arxiv.org/abs/2312.06795",
+        ),
+        _gta(
+            "breadcrumbs_ties",
+            "sum",
+            "magnitude_outliers",
+            False,
+            False,
+            "breadcrumbs sparsification with TIES sign election",
+            "https://arxiv.org/abs/2312.06795",
+        ),
+        _gta(
+            "della",
+            "sum",
+            "della_magprune",
+            True,
+            True,
+            "magnitude-rank keep probabilities, L1 rescale, TIES sign election",
+            "https://arxiv.org/abs/2406.11617",
+        ),
+        _gta(
+            "della_linear",
+            None,
+            "della_magprune",
+            False,
+            True,
+            "magnitude-rank keep probabilities, L1 rescale, task arithmetic",
+            "https://arxiv.org/abs/2406.11617",
+        ),
+    )
+}
+
+# genlab's curriculum merge (see genlab.merging.curriculum): not a mergekit method.
+SCHEDULES = ("harmonic", "linear", "constant")
+ORDERS = ("given", "score", "conflict")
+DIRECTIONS = ("ascending", "descending")
+STEP_METHODS = tuple(name for name, m in METHODS.items() if m.needs_base)
+CMM = Method(
+    "cmm",
+    needs_base=True,
+    params=(
+        Param("schedule", str, "harmonic", choices=SCHEDULES),
+        Param("alpha", float, 0.5),
+        Param("lambda", float, 1.0),
+        Param("step", str, "task_arithmetic", choices=STEP_METHODS),
+        Param("order", str, "given", choices=ORDERS),
+        Param("direction", str, "ascending", choices=DIRECTIONS),
+        Param("density", float, 1.0, shared=False),
+        Param("score", float, float("nan"), shared=False),
+    ),
+    description="curriculum merge: experts ranked (given order, validation score or weight conflict), then "
+    "merged one at a time with a step method and an alpha schedule",
+    reference="He et al., Curriculum Model Merging, NeurIPS 2025 (reconstruction)",
+)
+METHODS[CMM.name] = CMM
+
+# mergekit methods we do not implement (a config naming one gets a clear error, not a silent fallback).
+MERGEKIT_ONLY = (
+    "slerp", "nuslerp", "multislerp", "karcher", "model_stock", "passthrough", "arcee_fusion", "sce",
+    "nearswap", "ram", "ramplus_tl",
+)  # fmt: skip
+
+
+def get_method(name: str) -> Method:
+    if name in METHODS:
+        return METHODS[name]
+    known = ", ".join(METHODS)
+    if name in MERGEKIT_ONLY:
+        raise MergeConfigError(
+            f"merge_method {name!r} is a mergekit method genlab does not implement; use one of {known}"
+        )
+    raise MergeConfigError(f"unknown merge_method {name!r}; genlab implements {known}")
+
+
+# -- kernels -------------------------------------------------------------------------------------------------
+
+
+def sign_mask(deltas: torch.Tensor, method: str = "sum", mask_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """TIES sign election on stacked (weighted) task vectors ``deltas[i]``: True where expert i agrees with the
+    elected sign. ``sum`` elects the sign of Σᵢ δᵢ (by mass), ``count`` the majority of signs; zero counts as +."""
+    mask_dtype = mask_dtype or deltas.dtype
+    sign = deltas.sign().to(mask_dtype)
+    if method == "sum":
+        majority = (deltas.sum(dim=0) >= 0).to(mask_dtype) * 2 - 1
+    elif method == "count":
+        majority = (sign.sum(dim=0) >= 0).to(mask_dtype) * 2 - 1
+    else:
+        raise ValueError(f"sign election {method!r}: choose 'sum' or 'count'")
+    return sign == majority
+
+
+def gta_merge(
+    method: Method,
+    base: torch.Tensor,
+    experts: Iterable[torch.Tensor],
+    n_experts: int,
+    weight: Sequence[float],
+    density: Sequence[float] | None = None,
+    *,
+    normalize: bool | None = None,
+    rescale: bool | None = None,
+    lam: float = 1.0,
+    int8_mask: bool = False,
+    consensus: str | None = None,
+    gamma: Sequence[float] | None = None,
+    epsilon: Sequence[float] | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """One tensor of a generalized task-arithmetic merge. ``experts`` may be a generator that loads each
+    expert tensor when asked (only one is held at a time); every tensor must already be in the merge dtype.
+    ``consensus`` overrides the method's sign election (``"sum"``, ``"count"``, or ``"none"``)."""
+    normalize = method.param("normalize").default if normalize is None else normalize
+    rescale = method.param("rescale").default if rescale is None else rescale
+    consensus = method.consensus if consensus is None else (None if consensus == "none" else consensus)
+    density = [1.0] * n_experts if density is None else density
+    if n_experts == 0:
+        return base
+    deltas = base.new_empty((n_experts, *base.shape))
+    count = 0
+    for i, expert in enumerate(experts):
+        delta = expert - base
+        del expert
+        if method.sparsification:
+            delta = sparsify(
+                delta,
+                method.sparsification,
+                density[i],
+                rescale,
+                generator,
+                gamma=gamma[i] if gamma else 0.01,
+                epsilon=epsilon[i] if epsilon else 0.15,
+            )
+        deltas[i] = delta
+        del delta
+        count += 1
+    if count != n_experts:
+        raise ValueError(f"expected {n_experts} expert tensors, got {count}")
+    weights = torch.tensor(list(weight), dtype=deltas.dtype, device=deltas.device)
+    while deltas.dim() > weights.dim():
+        weights.unsqueeze_(-1)
+    deltas.mul_(weights)
+    if consensus:
+        mask = sign_mask(deltas, consensus, torch.int8 if int8_mask else base.dtype)
+        mixed = (deltas * mask).sum(dim=0)
+        divisor = (weights * mask).sum(dim=0)
+        divisor[divisor == 0] = 1
+    else:
+        mixed = deltas.sum(dim=0)
+        divisor = weights.sum(dim=0)
+        divisor[divisor.abs() < 1e-8] = 1
+    del deltas
+    if normalize:
+        mixed /= divisor
+    if lam != 1:
+        mixed *= lam
+    return (base + mixed).to(base.dtype)
+
+
+def linear_merge(tensors: Iterable[torch.Tensor], weight: Sequence[float], normalize: bool = True) -> torch.Tensor:
+    """Weighted average Σᵢ wᵢθᵢ / Σᵢ wᵢ (or the plain weighted sum), accumulated in float32 (float64 for float64
+    inputs) and returned in the inputs' dtype, as mergekit's ``linear``."""
+    result = None
+    first_dtype = None
+    coeffs = None
+    count = 0
+    for i, tensor in enumerate(tensors):
+        if result is None:
+            if not tensor.is_floating_point():
+                raise TypeError("linear merging needs floating-point tensors")
+            first_dtype = tensor.dtype
+            acc = torch.float64 if tensor.dtype == torch.float64 else torch.float32
+            coeffs = torch.tensor(list(weight), dtype=acc, device=tensor.device)
+            result = torch.zeros_like(tensor, dtype=acc)
+        result.addcmul_(tensor, coeffs[i])
+        count += 1
+    if result is None or count != len(coeffs):
+        raise ValueError(f"linear merge expected {len(weight)} tensors, got {count}")
+    if normalize:
+        result.div_(coeffs.sum())
+    return result.to(first_dtype)
+
+
+def merge_tensor(
+    method: str | Method,
+    tensors: Sequence[torch.Tensor] | Sequence[Callable[[], torch.Tensor]],
+    base_index: int | None,
+    model_params: Sequence[Mapping[str, Any]],
+    shared: Mapping[str, Any] | None = None,
+    generator: torch.Generator | None = None,
+    consensus: str | None = None,
+) -> torch.Tensor:
+    """Merge one tensor. ``tensors`` are the inputs (or zero-argument loaders) in model order, ``base_index``
+    which one is the base (required by every method but ``linear``), ``model_params[i]`` the per-model parameters
+    (``weight``, ``density``, ...) of input i (ignored for the base of task-arithmetic methods) and ``shared`` the
+    method-wide ones (``normalize``, ``lambda``, ``rescale``, ``int8_mask``). Inputs must share dtype and shape."""
+    m = get_method(method) if isinstance(method, str) else method
+    shared = dict(shared or {})
+    load = [t if callable(t) else (lambda t=t: t) for t in tensors]
+    if m.name == "linear":
+        weights = [float(p["weight"]) for p in model_params]
+        return linear_merge((f() for f in load), weights, bool(shared.get("normalize", True)))
+    if base_index is None:
+        raise MergeConfigError(f"{m.name} needs a base model")
+    others = [i for i in range(len(load)) if i != base_index]
+    per = [model_params[i] for i in others]
+
+    def column(name: str, default: Any) -> list[Any]:
+        return [p.get(name, default) for p in per]
+
+    return gta_merge(
+        m,
+        load[base_index](),
+        (load[i]() for i in others),
+        len(others),
+        [float(w) for w in column("weight", None)],
+        column("density", 1.0),
+        normalize=shared.get("normalize"),
+        rescale=shared.get("rescale"),
+        lam=float(shared.get("lambda", 1.0)),
+        int8_mask=bool(shared.get("int8_mask", False)),
+        consensus=consensus,
+        gamma=column("gamma", 0.01),
+        epsilon=column("epsilon", 0.15),
+        generator=generator,
+    )

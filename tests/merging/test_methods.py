@@ -1,0 +1,140 @@
+"""Merge kernels: the invariants every method must satisfy, known answers, and the sparsifiers' contracts."""
+
+import pytest
+import torch
+
+from genlab.merging import METHODS, gta_merge, merge_tensor, sign_mask
+from genlab.merging.methods import get_method
+from genlab.merging.sparsify import bernoulli, magnitude, magnitude_outliers, rescale_to_l1
+
+TA = get_method("task_arithmetic")
+
+
+def _randn(*shape, seed=0, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g).to(dtype)
+
+
+def _gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def _params(n, weight=1.0, density=1.0):
+    return [{}] + [{"weight": weight, "density": density}] * n
+
+
+@pytest.mark.parametrize("name", sorted(set(METHODS) - {"cmm"}))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_identical_experts_return_that_expert(name, dtype):
+    """Every method merges k copies of one expert into that expert (weights normalised where the method does;
+    task arithmetic needs Σw = 1, DARE keeps the mass by L1 rescaling)."""
+    base, expert = _randn(40, 30, seed=1, dtype=dtype), _randn(40, 30, seed=2, dtype=dtype)
+    k = 3
+    tol = 1e-6 if dtype == torch.float32 else 2e-2
+    if name == "linear":
+        got = merge_tensor(name, [expert] * k, None, [{"weight": 0.7}] * k)
+        assert torch.allclose(got.float(), expert.float(), atol=tol, rtol=tol)
+        return
+    per = [{}] + [{"weight": 1.0 / k, "density": 1.0}] * k
+    shared = {"normalize": True}
+    got = merge_tensor(name, [base] + [expert] * k, 0, per, shared, generator=_gen(0))
+    assert torch.allclose(got.float(), expert.float(), atol=tol, rtol=tol)
+
+
+def test_ties_density_one_without_sign_conflicts_is_task_arithmetic():
+    base = _randn(50, 20, seed=3)
+    mags = [_randn(50, 20, seed=s).abs() for s in (4, 5, 6)]
+    signs = torch.where(_randn(50, 20, seed=7) > 0, 1.0, -1.0)  # one sign pattern shared by all experts
+    experts = [base + signs * m for m in mags]
+    weights = [0.2, 0.5, 0.3]  # sum 1: TIES normalises by Σw of the agreeing experts = 1
+    per = [{}] + [{"weight": w, "density": 1.0} for w in weights]
+    ties = merge_tensor("ties", [base, *experts], 0, per)
+    ta = merge_tensor("task_arithmetic", [base, *experts], 0, per)
+    assert torch.allclose(ties, ta, atol=1e-6)
+    # and with normalize off the two are the same computation exactly
+    ties_raw = merge_tensor("ties", [base, *experts], 0, per, {"normalize": False})
+    assert torch.equal(ties_raw, ta)
+
+
+def test_ties_with_conflicts_differs_from_task_arithmetic_by_the_known_amount():
+    base = torch.zeros(4)
+    a, b = torch.tensor([1.0, 2.0, -3.0, 0.5]), torch.tensor([-2.0, 1.0, 1.0, 0.5])
+    per = [{}, {"weight": 1.0}, {"weight": 1.0}]
+    got = merge_tensor("ties", [base, a, b], 0, per)  # density 1: only sign election + disjoint mean
+    # sums: -1 (→ -), 3 (+), -2 (-), 1 (+); agreeing entries averaged
+    assert torch.equal(got, torch.tensor([-2.0, 1.5, -3.0, 0.5]))
+    assert torch.equal(merge_tensor("task_arithmetic", [base, a, b], 0, per), a + b)
+
+
+def test_dare_with_drop_rate_zero_is_task_arithmetic():
+    base = _randn(30, 30, seed=8)
+    experts = [_randn(30, 30, seed=s) for s in (9, 10)]
+    per = [{}, {"weight": 0.6, "density": 1.0}, {"weight": 0.9, "density": 1.0}]
+    ta = merge_tensor("task_arithmetic", [base, *experts], 0, per)
+    assert torch.equal(merge_tensor("dare_linear", [base, *experts], 0, per, generator=_gen(1)), ta)
+    ties_no_drop = merge_tensor("dare_ties", [base, *experts], 0, per, generator=_gen(1))
+    assert torch.equal(ties_no_drop, merge_tensor("ties", [base, *experts], 0, per, {"normalize": False}))
+
+
+def test_dare_is_deterministic_given_a_seed_and_varies_with_it():
+    base = _randn(64, 64, seed=11)
+    experts = [_randn(64, 64, seed=s) for s in (12, 13)]
+    per = [{}, {"weight": 1.0, "density": 0.3}, {"weight": 1.0, "density": 0.3}]
+    a = merge_tensor("dare_ties", [base, *experts], 0, per, generator=_gen(5))
+    b = merge_tensor("dare_ties", [base, *experts], 0, per, generator=_gen(5))
+    c = merge_tensor("dare_ties", [base, *experts], 0, per, generator=_gen(6))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_dare_keeps_the_density_fraction_and_the_l1_mass():
+    delta = _randn(200, 200, seed=14)
+    out = bernoulli(delta, 0.25, rescale=True, generator=_gen(0))
+    kept = (out != 0).float().mean().item()
+    assert abs(kept - 0.25) < 4 * (0.25 * 0.75 / delta.numel()) ** 0.5
+    assert out.abs().sum().item() == pytest.approx(delta.abs().sum().item(), rel=1e-5)
+    # the rescale is |δ|₁/|mask⊙δ|₁, close to but not exactly 1/density
+    ratio = (out[out != 0] / delta[out != 0]).mean().item()
+    assert ratio == pytest.approx(4.0, rel=0.05) and ratio != pytest.approx(4.0, rel=1e-6)
+    assert torch.equal(rescale_to_l1(torch.zeros(3), torch.zeros(3)), torch.zeros(3))  # tiny norms: unchanged
+
+
+def test_magnitude_trim_keeps_the_top_k():
+    x = torch.tensor([0.1, -5.0, 3.0, -0.2, 0.0, 4.0, -1.0, 2.0])
+    assert torch.equal(magnitude(x, 0.5), torch.tensor([0.0, -5.0, 3.0, 0.0, 0.0, 4.0, 0.0, 2.0]))
+    assert torch.equal(magnitude(x, 0.01), torch.tensor([0.0, -5.0, 0, 0, 0, 0, 0, 0]))  # at least one kept
+    assert torch.equal(magnitude(x, 0.0), torch.zeros(8)) and magnitude(x, 1.0) is x
+    # breadcrumbs: drop the top gamma then the bottom, keeping density
+    bc = magnitude_outliers(x, density=0.5, gamma=0.125)
+    assert torch.equal(bc, torch.tensor([0.0, 0.0, 3.0, 0.0, 0.0, 4.0, -1.0, 2.0]))
+
+
+def test_sign_election_by_sum_and_by_count():
+    deltas = torch.tensor([[3.0, 1.0], [-1.0, -1.0], [-1.0, 0.5]])
+    # column 0: sum +1 → +, count (1 − 2) → −; column 1: sum 0.5 → +, count +1 → +
+    assert sign_mask(deltas, "sum").tolist() == [[True, True], [False, False], [False, True]]
+    assert sign_mask(deltas, "count").tolist() == [[False, True], [True, False], [True, True]]
+    count = gta_merge(get_method("ties"), torch.zeros(2), iter(deltas), 3, [1.0, 1.0, 1.0], consensus="count")
+    assert torch.equal(count, torch.tensor([-1.0, 0.75]))
+
+
+def test_linear_is_the_weighted_mean_in_float32():
+    a, b = torch.tensor([1.0, 2.0], dtype=torch.bfloat16), torch.tensor([3.0, 6.0], dtype=torch.bfloat16)
+    got = merge_tensor("linear", [a, b], None, [{"weight": 1.0}, {"weight": 3.0}])
+    assert got.dtype == torch.bfloat16 and torch.equal(got, torch.tensor([2.5, 5.0], dtype=torch.bfloat16))
+    raw = merge_tensor("linear", [a, b], None, [{"weight": 1.0}, {"weight": 3.0}], {"normalize": False})
+    assert torch.equal(raw, torch.tensor([10.0, 20.0], dtype=torch.bfloat16))
+
+
+def test_lambda_scales_the_merged_task_vector():
+    base, e = torch.ones(3), torch.tensor([2.0, 3.0, 5.0])
+    got = merge_tensor("task_arithmetic", [base, e], 0, [{}, {"weight": 1.0}], {"lambda": 0.5})
+    assert torch.equal(got, torch.tensor([1.5, 2.0, 3.0]))
+
+
+def test_unknown_and_mergekit_only_methods_are_clear_errors():
+    from genlab.merging import MergeConfigError
+
+    with pytest.raises(MergeConfigError, match="does not implement"):
+        get_method("slerp")
+    with pytest.raises(MergeConfigError, match="unknown merge_method"):
+        get_method("tie")
