@@ -10,19 +10,26 @@ curriculum merge ``cmm`` (rank experts, merge them progressively). See docs/merg
 - :mod:`genlab.merging.curriculum`: schedules, ranking, progressive merging.
 """
 
-from genlab.merging.checkpoint import SafetensorsSource, StateDictSource, open_source
-from genlab.merging.config import MergeConfig, load_config, parse_config
-from genlab.merging.curriculum import (
-    curriculum_order,
-    effective_weights,
-    progressive_merge_tensor,
-    schedule_alphas,
-    task_vector_conflict,
-)
-from genlab.merging.engine import merge, merge_state_dicts, plan_merge, run_plan
-from genlab.merging.errors import CheckpointError, MergeConfigError, MergeError
-from genlab.merging.io import merge_to_folder
-from genlab.merging.methods import METHODS, get_method, gta_merge, linear_merge, merge_tensor, sign_mask
+from importlib import import_module
+
+_HOMES = {  # public name -> the module that defines it; loaded on first use, so `genlab --help` never imports torch
+    "SafetensorsSource": "checkpoint", "StateDictSource": "checkpoint", "open_source": "checkpoint",
+    "MergeConfig": "config", "load_config": "config", "parse_config": "config",
+    "curriculum_order": "curriculum", "effective_weights": "curriculum", "progressive_merge_tensor": "curriculum",
+    "schedule_alphas": "curriculum", "task_vector_conflict": "curriculum",
+    "merge": "engine", "merge_state_dicts": "engine", "plan_merge": "engine", "run_plan": "engine",
+    "CheckpointError": "errors", "MergeConfigError": "errors", "MergeError": "errors",
+    "merge_to_folder": "io",
+    "METHODS": "methods", "get_method": "methods", "gta_merge": "methods", "linear_merge": "methods",
+    "merge_tensor": "methods", "sign_mask": "methods",
+}  # fmt: skip
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'genlab.merging' has no attribute {name!r}")
+    return getattr(import_module(f"genlab.merging.{_HOMES[name]}"), name)
+
 
 __all__ = [
     "METHODS",
