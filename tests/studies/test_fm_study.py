@@ -27,12 +27,24 @@ def _verdicts(m):
 
 
 def test_all_claims_hold_on_paper_like_numbers():
-    assert _verdicts(_metrics()) == ["reproduced"] * 5
+    assert _verdicts(_metrics()) == ["reproduced"] * 6
 
 
 def test_claims_fail_when_numbers_contradict_the_paper():
     v = _verdicts(_metrics(copy_small=0.1, err_last=0.1, hyb_early=0.5, efm_fd=30.0))
-    assert v == ["reproduced", "not reproduced", "not reproduced", "not reproduced", "not reproduced"]
+    assert v == ["reproduced", "not reproduced", "not reproduced", "not reproduced", "reproduced", "not reproduced"]
+    m = _metrics()
+    m["hybrid"]["copy_fraction"][1] = [0.0, 0.0, 0.1, 0.9]  # u* all the way must copy on every seed
+    assert _verdicts(m)[4] == "not reproduced"
+
+
+def test_efm_is_judged_on_paired_differences_with_a_margin():
+    # the best baseline is CFM (FD 21 on average): the margin is 0.1 * 21 = 2.1
+    assert _verdicts(_metrics(efm_fd=21.0))[5] == "reproduced"  # worse by 1.0 on every seed: inside the margin
+    assert _verdicts(_metrics(efm_fd=24.0))[5] == "not reproduced"  # worse by 4.0 on every seed
+    m = _metrics()
+    m["compare"]["methods"]["efm16"]["fd"] = [18.0, 25.0, 22.5]  # paired differences -2, 4, 0.5: undecided
+    assert _verdicts(m)[5] == "inconclusive"
 
 
 def test_seed_disagreement_is_inconclusive():
