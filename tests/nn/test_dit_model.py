@@ -79,3 +79,14 @@ def test_ensemble_member_equals_single_model_with_same_weights_and_own_window():
     x, t = torch.randn(4, 64), torch.rand(4)
     torch.testing.assert_close(ens.member(1)(x, t), single(x, t), rtol=1e-5, atol=1e-6)
     assert ens.blocks[0].mask[0].all() and not ens.blocks[0].mask[1].all()
+
+
+def test_attention_mass_inside_a_mask_known_answers():
+    model = DiT((1, 8, 8), 2, 16, 2, 2, members=1, generator=torch.Generator().manual_seed(0))
+    x, t = torch.randn(5, 64, generator=torch.Generator().manual_seed(1)), torch.full((5,), 0.5)
+    every = torch.ones(16, 16, dtype=torch.bool)
+    assert torch.allclose(model.attention_mass(x, t, every), torch.ones(2))
+    w = window_mask(model.grid, 3)
+    model.set_mask(w, (0,))  # block 0 can only attend inside the window: all its mass is there
+    mass = model.attention_mass(x, t, w)
+    assert torch.allclose(mass[0], torch.tensor(1.0)) and 0 < mass[1] < 1

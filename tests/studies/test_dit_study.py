@@ -1,21 +1,27 @@
-"""Claim checks of the dit-locality study on hand-made metrics, including the matched-train-PSNR guard."""
+"""Claim checks of the dit-locality study on hand-made metrics, including the matched-train-PSNR guard, the
+random-mask control and the guard that keeps claim 4 from passing when nothing is left to shrink; and the
+density-matched random mask itself."""
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 
+from genlab.nn.dit import random_mask_like, window_mask
 from genlab.studies.dit_locality import DiTLocality
 
+# arms: global, early, late, random
 
-def _metrics(gap_small=(6.0, 4.0, 5.5), gap_large=(0.5, 0.45, 0.5), train=(25.0, 24.8, 25.1), att=(1.9, 1.5)):
-    seeds = 3
+
+def _metrics(gap_small=(6.0, 4.0, 5.5, 5.8), gap_large=(1.0, 0.9, 1.0, 1.0), train=(25.0, 24.8, 25.1, 25.0),
+             mass=(0.45, 0.60), seeds=3):  # fmt: skip
     gap = [[list(gap_small), list(gap_large)]] * seeds
-    copy = [[[0.8, 0.5, 0.7], [0.0, 0.0, 0.0]]] * seeds
-    tr = [[list(train), [18.0, 18.0, 18.0]]] * seeds
-    dist = [[[att[0], att[0], 2.0, 2.0], [att[1], att[1], 2.0, 2.0]]] * seeds
-    return {"n_values": [10, 300], "depth": 4, "psnr_match_db": 1.0, "min_gap_db": 1.0, "min_copy": 0.1,
-            "uniform_attention_distance": 2.0, "attention_distance_global": dist,
-            "results": {"gap": gap, "copy": copy, "psnr_train": tr}}
+    copy = [[[0.8, 0.5, 0.7, 0.8], [0.0] * 4]] * seeds
+    tr = [[list(train), [18.0] * 4]] * seeds
+    inside = [[[[mass[0]] * 4] * 4, [[mass[1]] * 2 + [0.4] * 2] * 4]] * seeds  # [seed][n][arm][layer]
+    return {"n_values": [10, 100], "depth": 4, "psnr_match_db": 1.0, "min_gap_db": 1.0, "min_copy": 0.1,
+            "uniform_window_mass": 0.39, "results": {"gap": gap, "copy": copy, "psnr_train": tr,
+                                                     "attention_in_window": inside}}
 
 
 def _v(m):
@@ -23,29 +29,35 @@ def _v(m):
 
 
 def test_paper_like_numbers_reproduce():
-    assert _v(_metrics()) == ["reproduced"] * 4
+    assert _v(_metrics()) == ["reproduced"] * 5
 
 
 def test_contradicting_numbers_do_not():
-    v = _v(_metrics(gap_small=(4.0, 6.0, 3.0), gap_large=(0.5, -3.0, 0.5), att=(1.5, 1.9)))
-    assert v == ["not reproduced"] * 2 + ["not reproduced", "inconclusive"]  # no small-n benefit to shrink
-    v = _v(_metrics(gap_small=(6.0, 5.0, 5.5), gap_large=(0.5, -3.0, 0.5)))
+    v = _v(_metrics(gap_small=(4.0, 6.0, 3.0, 5.0), gap_large=(1.0, -3.0, 0.5, 1.0), mass=(0.6, 0.45)))
+    assert v == ["not reproduced"] * 4 + ["inconclusive"]  # no small-n benefit to shrink
+    v = _v(_metrics(gap_small=(6.0, 5.0, 5.5, 5.8), gap_large=(1.0, -3.0, 0.5, 1.0)))
+    assert v[4] == "not reproduced"
+    v = _v(_metrics(gap_small=(6.0, 5.0, 5.5, 4.5)))  # the random mask helps more than the window
     assert v[3] == "not reproduced"
 
 
 def test_guards_make_under_trained_runs_inconclusive():
     # arms at different train PSNR: gaps not comparable
-    v = _v(_metrics(train=(25.0, 28.0, 25.0)))
-    assert v[1] == "inconclusive" and v[2] == "inconclusive"
+    v = _v(_metrics(train=(25.0, 28.0, 25.0, 25.0)))
+    assert v[1] == "inconclusive" and v[2] == "inconclusive" and v[3] == "inconclusive"
     # no memorisation at the smallest n
-    v = _v(_metrics(gap_small=(0.2, 0.1, 0.15)))
-    assert v[1:] == ["inconclusive"] * 3
+    v = _v(_metrics(gap_small=(0.2, 0.1, 0.15, 0.2)))
+    assert v[1:] == ["inconclusive"] * 4
     # a gap but no copies: not memorising either
     m = _metrics()
-    m["results"]["copy"] = [[[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]] * 3
-    assert _v(m)[1:] == ["inconclusive"] * 3
+    m["results"]["copy"] = [[[0.0] * 4, [0.0] * 4]] * 3
+    assert _v(m)[1:] == ["inconclusive"] * 4
     # attention still uniform
-    assert _v(_metrics(att=(1.99, 1.98)))[0] == "inconclusive"
+    assert _v(_metrics(mass=(0.40, 0.395)))[0] == "inconclusive"
+
+
+def test_benefit_shrinks_cannot_pass_when_every_arm_generalises_at_large_n():
+    assert _v(_metrics(gap_large=(0.02, 0.02, 0.03, 0.02)))[4] == "inconclusive"
 
 
 def test_seed_disagreement_is_inconclusive():
@@ -54,3 +66,12 @@ def test_seed_disagreement_is_inconclusive():
     g[1, 0, 1] = 7.0  # seed 1: early window worse than global
     m["results"]["gap"] = g.tolist()
     assert _v(m)[1] == "inconclusive"
+
+
+def test_random_mask_matches_the_window_row_by_row_and_is_not_local():
+    w = window_mask((8, 8), 3)
+    r = random_mask_like(w, torch.Generator().manual_seed(0))
+    assert torch.equal(r.sum(1), w.sum(1)) and bool(r.diagonal().all())
+    assert (r & w).sum() < 0.5 * w.sum()  # mostly outside the window
+    again = random_mask_like(w, torch.Generator().manual_seed(0))
+    assert torch.equal(r, again)

@@ -41,6 +41,17 @@ def window_mask(grid: tuple[int, int], k: int) -> torch.Tensor:
     return cheb <= k // 2
 
 
+def random_mask_like(mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """A (T, T) bool mask with the same number of True entries in every row as ``mask`` and the diagonal kept,
+    the other entries of each row at uniformly random positions: a density-matched, non-local control."""
+    t = mask.shape[0]
+    eye = torch.eye(t, dtype=torch.bool)
+    scores = torch.rand(t, t, generator=generator).masked_fill(eye, -1.0)  # self first, then a random order
+    order = scores.argsort(dim=1)
+    rank = torch.empty_like(order).scatter_(1, order, torch.arange(t).expand(t, t).contiguous())
+    return rank < mask.sum(1, keepdim=True)
+
+
 def token_distances(grid: tuple[int, int]) -> torch.Tensor:
     """(T, T) Euclidean distances between token grid positions (in patch units)."""
     p = grid_positions(grid).float()
@@ -188,12 +199,14 @@ class DiT(nn.Module):
         bad = [i for i in layers if not 0 <= i < len(self.blocks)]
         if window is not None and bad:
             raise ValueError(f"window_layers {bad} out of range for depth {len(self.blocks)}")
+        self.set_mask(None if window is None else window_mask(self.grid, window), layers, member)
+
+    def set_mask(self, mask: torch.Tensor | None, layers: Sequence[int] = (), member: int | None = None) -> None:
+        """Use the (T, T) bool ``mask`` in blocks ``layers`` (None: global attention everywhere), for every member
+        or only ``member``; the other blocks attend globally."""
         sel = slice(None) if member is None else slice(member, member + 1)
         for i, blk in enumerate(self.blocks):
-            if window is not None and i in set(layers):
-                blk.mask[sel] = window_mask(self.grid, window)
-            else:
-                blk.mask[sel] = True
+            blk.mask[sel] = mask if mask is not None and i in set(layers) else True
 
     def _patchify(self, x: torch.Tensor) -> torch.Tensor:
         e, b = x.shape[:2]
@@ -246,3 +259,9 @@ class DiT(nn.Module):
         maps = self.attention_maps(x, t)
         per = [(a * dist).sum(-1).flatten(-3).mean(-1) for a in maps]
         return torch.stack(per, -1)
+
+    def attention_mass(self, x: torch.Tensor, t: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Mean attention weight that falls inside the (T, T) bool ``mask`` (e.g. a k x k window), per layer:
+        shape (depth,) for one member or (E, depth). 1 means all attention is inside."""
+        maps = self.attention_maps(x, t)
+        return torch.stack([(a * mask).sum(-1).flatten(-3).mean(-1) for a in maps], -1)
