@@ -151,3 +151,16 @@ def test_tiny_run_metrics_claims_and_figures(tmp_path) -> None:
     paths = study.figures(metrics, ctx)
     assert [p.name for p in paths] == ["phi-curve.png", "phi-curve-ridge.png"]
     assert all(p.stat().st_size > 10_000 for p in paths)
+
+
+def test_de_convergence_claim_needs_a_smaller_error_at_larger_n() -> None:
+    from genlab.studies.phi_curve import _de_convergence_claim
+
+    def metrics(base: float, large: float) -> dict:
+        arm = {"mean_rel_err": 0.0, "max_rel_err": 0.1, "mean_rel_se": 0.02}
+        return {"de_convergence": {"base": {**arm, "n": 100, "mean_rel_err": base},
+                                   "large": {**arm, "n": 200, "mean_rel_err": large}}}
+
+    cfg = PhiCurve.config("quick")
+    assert _de_convergence_claim(metrics(0.04, 0.015), cfg).held is True
+    assert _de_convergence_claim(metrics(0.04, 0.05), cfg).held is False

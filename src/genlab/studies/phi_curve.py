@@ -173,6 +173,15 @@ def _agree_claim(family: str):
     return check
 
 
+def _de_convergence_claim(m: Mapping[str, Any], cfg):
+    c = m["de_convergence"]
+    b, g = c["base"], c["large"]
+    return evidence(g["mean_rel_err"] < b["mean_rel_err"], n=b["n"], n_large=g["n"],
+                    mean_rel_err=b["mean_rel_err"], mean_rel_err_large=g["mean_rel_err"],
+                    max_rel_err=b["max_rel_err"], max_rel_err_large=g["max_rel_err"],
+                    mean_rel_se=b["mean_rel_se"], mean_rel_se_large=g["mean_rel_se"])
+
+
 def _linear_claim(m: Mapping[str, Any], cfg):
     s = m["summary"]["rf"]
     return evidence(
@@ -305,14 +314,20 @@ class PhiCurve(Study):
         digits_r2_min: float = 0.9  # lower than r2_min: real data, few repetitions
         shape_lam_max: float = 1e-2  # the shape claims (linear φ branch, no second peak) hold at every λ up to this
         de_resid_max: float = 1e-3
+        de_large_n_factor: int = 2  # a second RFRR arm at n·factor (same p/n grid): the DE error must shrink
+        de_large_n_reps: int = 20
 
         def validate(self) -> None:
-            for key in ("n", "k", "reps", "ridge_d", "ridge_reps", "digits_n", "digits_reps", "sweep_lams"):
+            positive = ("n", "k", "reps", "de_large_n_reps", "ridge_d", "ridge_reps", "digits_n", "digits_reps",
+                        "sweep_lams")
+            for key in positive:
                 if getattr(self, key) < 1:
                     raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
             for key in ("num_p", "ridge_num_n", "digits_num_p"):
                 if getattr(self, key) < 7:
                     raise ValueError(f"{key} must be >= 7 (grid points), got {getattr(self, key)}")
+            if self.de_large_n_factor < 2:
+                raise ValueError(f"de_large_n_factor must be >= 2, got {self.de_large_n_factor}")
             if self.de_points < 20:
                 raise ValueError(f"de_points must be >= 20, got {self.de_points}")
             for key in ("lams", "ridge_lams", "digits_lams"):
@@ -332,7 +347,7 @@ class PhiCurve(Study):
 
     presets = {
         "smoke": {
-            "n": 40, "k": 160, "num_p": 9, "reps": 4, "de_points": 60, "sweep_lams": 10,
+            "n": 40, "k": 160, "num_p": 9, "reps": 4, "de_points": 60, "sweep_lams": 10, "de_large_n_reps": 3,
             "ridge_d": 40, "ridge_num_n": 9, "ridge_reps": 3,
             "digits_n": 60, "digits_p_max": 150, "digits_num_p": 8, "digits_reps": 2, "digits_pool": 300,
         },
@@ -347,6 +362,10 @@ class PhiCurve(Study):
     claims = [
         Claim("rf-de-matches-mc", "RFRR: deterministic equivalents of risk and norm match Monte Carlo within tolerance",
               _agree_claim("rf"), kind="identity"),
+        Claim(
+            "rf-de-error-shrinks-with-n",
+            "RFRR: the deterministic equivalent's mean relative risk error against Monte Carlo is smaller at "
+            "n·{de_large_n_factor} than at n (same p/n grid and λs)", _de_convergence_claim, kind="identity"),
         Claim(
             "ridge-de-matches-mc",
             "Linear ridge: deterministic equivalents of risk and norm match Monte Carlo within tolerance",
@@ -388,6 +407,7 @@ class PhiCurve(Study):
                                                       "min_lam_window")},
         }
         metrics["rf"] = self._run_rf(cfg, ctx)
+        metrics["de_convergence"] = self._run_de_convergence(cfg, ctx)
         metrics["ridge"] = self._run_ridge(cfg, ctx)
         if cfg.digits:
             metrics["digits"] = self._run_digits(cfg, ctx)
@@ -441,6 +461,26 @@ class PhiCurve(Study):
                 "de_lams": np.geomspace(1e-6, 10, 200), "de_risk": sweep_de.risk, "de_norm": sweep_de.norm,
             },
         }
+
+    def _run_de_convergence(self, cfg: PhiCurve.Config, ctx: RunContext) -> dict[str, Any]:
+        """The RFRR DE's relative error against Monte Carlo at n and at n·factor, on the same p/n grid and λs
+        (interpolation-window points at λ < min_lam_window left out, as in the agreement check)."""
+        xi, beta = power_law_problem(cfg.k, cfg.alpha, cfg.r)
+        ratio = size_grid(cfg.n, cfg.ratio_min, cfg.ratio_max, cfg.num_p, cfg.window) / cfg.n
+        lams = np.asarray(cfg.lams)
+        in_win = (ratio[:, None] >= cfg.window[0]) & (ratio[:, None] <= cfg.window[1])
+        keep = ~(in_win & (lams[None] < cfg.min_lam_window))
+        out: dict[str, Any] = {"ratio": ratio, "lams": list(cfg.lams)}
+        for label, n in (("base", cfg.n), ("large", cfg.n * cfg.de_large_n_factor)):
+            ps = np.unique(np.round(ratio * n).astype(int))
+            ctx.log(f"DE convergence: RFRR Monte Carlo at n={n}, {ps.size} sizes × {cfg.de_large_n_reps} reps")
+            risk, _ = rf_ridge_mc(xi, beta, n, ps, lams, cfg.noise**2, cfg.de_large_n_reps, ctx.rng("de-conv", n))
+            mean, se = _mean_se(risk)
+            de = rf_ridge_de(xi, beta, n, ps[:, None], lams[None, :], cfg.noise**2).risk
+            rel = np.abs(mean - de) / de
+            out[label] = {"n": n, "mean_rel_err": float(rel[keep].mean()), "max_rel_err": float(rel[keep].max()),
+                          "mean_rel_se": float((se / de)[keep].mean())}
+        return out
 
     def _run_ridge(self, cfg: PhiCurve.Config, ctx: RunContext) -> dict[str, Any]:
         xi, beta = power_law_problem(cfg.ridge_d, cfg.ridge_alpha, cfg.ridge_r)
