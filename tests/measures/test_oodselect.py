@@ -279,3 +279,18 @@ def test_bootstrap_subset_r_brackets_the_point_estimate_and_narrows_with_models(
         assert lo < r < hi and hi - lo < 0.3
     lo_few, hi_few = bootstrap_subset_r(correct[:30], acc[:30], np.arange(40), seed=0)
     assert hi_few - lo_few > hi - lo  # fewer held-out models, wider interval
+
+
+def test_exact_select_is_the_brute_force_minimum_and_refuses_large_problems():
+    import itertools
+
+    from genlab.measures.oodselect import exact_select
+
+    rng = np.random.default_rng(4)
+    correct = (rng.random((25, 11)) < 0.6).astype(float)
+    id_acc = rng.random(25) * 0.5 + 0.4
+    idx, r = exact_select(correct, id_acc, 4, chunk=37)  # several chunks, one of them partial
+    brute = min(itertools.combinations(range(11), 4), key=lambda s: subset_correlation(correct, id_acc, np.array(s)))
+    assert tuple(idx) == brute and r == pytest.approx(subset_correlation(correct, id_acc, np.array(brute)))
+    with pytest.raises(ValueError, match="exceed max_subsets"):
+        exact_select(correct, id_acc, 5, max_subsets=100)

@@ -127,6 +127,30 @@ def random_subset_correlations(
     return np.atleast_1d(subset_correlation(correct, id_acc, masks))
 
 
+def exact_select(
+    correct: np.ndarray, id_acc: np.ndarray, k: int, max_subsets: int = 2_000_000, chunk: int = 50_000
+) -> tuple[np.ndarray, float]:
+    """The k-subset with the lowest probit r, by enumerating every subset (exact; for small N only: at most
+    ``max_subsets`` of them). Returns (indices, r)."""
+    from itertools import combinations, islice
+
+    n = correct.shape[1]
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be in [1, {n}], got {k}")
+    if math.comb(n, k) > max_subsets:
+        raise ValueError(f"C({n}, {k}) = {math.comb(n, k)} subsets exceed max_subsets={max_subsets}")
+    best_r, best = math.inf, np.arange(k)
+    combos = combinations(range(n), k)
+    while (block := np.array(list(islice(combos, chunk)), dtype=np.int64).reshape(-1, k)).size:
+        masks = np.zeros((len(block), n), dtype=bool)
+        np.put_along_axis(masks, block, True, axis=1)
+        r = np.atleast_1d(subset_correlation(correct, id_acc, masks))
+        i = int(np.argmin(r))
+        if r[i] < best_r:
+            best_r, best = float(r[i]), block[i]
+    return best, best_r
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # held-out split of the models
 # ---------------------------------------------------------------------------------------------------------------

@@ -252,6 +252,23 @@ def _null_control(cor: np.ndarray, acc: np.ndarray, fractions: list[float], grou
     return [rep.r_selected[k]["test"] for k in rep.ks]
 
 
+def _soft_vs_exact(cor: np.ndarray, acc: np.ndarray, cfg: Any, rng: np.random.Generator, seed: int) -> dict:
+    """How far the soft search is from the optimum: on ``exact_problems`` random sub-problems of ``exact_n`` OOD
+    examples (selection models only), the soft search's best k-subset r (selected on the same models) against the
+    exact minimum over all C(exact_n, exact_k) subsets, found by enumeration."""
+    from genlab.measures.oodselect import exact_select, random_subset_correlations, soft_select
+
+    soft, best, rand = [], [], []
+    for _ in range(cfg.exact_problems):
+        cols = np.sort(rng.choice(cor.shape[1], cfg.exact_n, replace=False))
+        sub = cor[:, cols]
+        (sel,) = soft_select(sub, acc, [cfg.exact_k], lrs=cfg.lrs, lams=cfg.lams, steps=cfg.steps, seed=seed)
+        soft.append(float(sel.train_r))
+        best.append(exact_select(sub, acc, cfg.exact_k)[1])
+        rand.append(float(np.mean(random_subset_correlations(sub, acc, cfg.exact_k, 200, rng))))
+    return {"n": cfg.exact_n, "k": cfg.exact_k, "r_soft": soft, "r_exact": best, "r_random_mean": rand}
+
+
 def _claim_null(m: Any, cfg):
     nulls = [s["r_null_selected_test"] for s in _seed_rows(m)]
     if not all(nulls):
@@ -303,6 +320,9 @@ class OODSelectStudy(Study):
         r_below_line: float = -0.5  # ... as "below the line" (a reversed trend)
         min_enrichment: float = 2.0  # precision / base rate of the planted subgroup
         greedy_margin: float = 0.05  # how much less negative than greedy OODSelect may be
+        exact_problems: int = 1  # small sub-problems per split solved exactly (enumeration) to measure the soft search
+        exact_n: int = 20
+        exact_k: int = 5
 
         def validate(self) -> None:
             if self.runs < 10:
@@ -311,12 +331,15 @@ class OODSelectStudy(Study):
                 raise ValueError("checkpoints must be positive step counts")
             if not all(0 < f < 1 for f in self.k_fractions):
                 raise ValueError("k_fractions must lie in (0, 1)")
+            if not 1 <= self.exact_k < self.exact_n <= 26 or self.exact_problems < 0:
+                raise ValueError("need 1 <= exact_k < exact_n <= 26 (enumerated exactly) and exact_problems >= 0")
             if self.pool_seeds < 1 or self.split_seeds < 1:
                 raise ValueError("pool_seeds and split_seeds must be >= 1")
 
     presets = {
         "smoke": {"runs": 15, "checkpoints": (20, 60), "pool_seeds": 1, "split_seeds": 1, "steps": 60,
-                  "n_random": 20, "k_fractions": (0.1, 0.25, 0.5), "workers": 1, "lrs": (0.3,), "lams": (1.0,)},
+                  "n_random": 20, "k_fractions": (0.1, 0.25, 0.5), "workers": 1, "lrs": (0.3,), "lams": (1.0,),
+                  "exact_problems": 1, "exact_n": 12, "exact_k": 3},
         "quick": {},
         "full": {"runs": 300, "checkpoints": (100, 300, 1000), "pool_seeds": 5, "split_seeds": 3,
                  "steps": 3000, "lrs": (0.01, 0.03, 0.1, 0.3, 1.0), "lams": (0.1, 1.0, 10.0, 100.0),
@@ -383,6 +406,7 @@ class OODSelectStudy(Study):
                                    lams=cfg.lams, steps=cfg.steps, n_random=1, loss="r2", greedy=False)
                 small = [f for f in cfg.k_fractions if f <= float(rev.mean()) + 1e-9]
                 null = _null_control(cor, acc, small, pool["run"], seed, cfg, ctx.rng("null", ps, ss))
+                exact = _soft_vs_exact(cor[rep.split.train], acc[rep.split.train], cfg, ctx.rng("exact", ps, ss), seed)
                 te = rep.split.test
                 cis = [bootstrap_subset_r(cor[te], acc[te], s.indices, seed=seed) for s in rep.selections]
                 prec = [float(rev[s.indices].mean()) for s in rep.selections]
@@ -405,6 +429,7 @@ class OODSelectStudy(Study):
                     "precision_misleading": [float(mis[s.indices].mean()) for s in rep.selections],
                     "greedy_precision": [float(rev[rep.greedy_indices[k]].mean()) for k in rep.ks],
                     "hparams": [s.hparams for s in rep.selections],
+                    "exact": exact,
                     "n_test_models": len(rep.split.test),
                 }
                 rows.append(row)
