@@ -121,3 +121,8 @@ def test_one_smoke_seed_is_consistent():
     for arm in ("ppo", "grpo", "dpo"):
         assert cfg.rl_steps <= out["rl_steps"][arm] <= cfg.rl_steps + cfg.envs * cfg.max_steps
     assert out["success"]["sft"]["train"] > 0.0  # the warm start does something
+
+
+def test_sft_claim_is_inconclusive_when_the_interval_straddles_the_threshold():
+    m = _metrics(sft=(0.8, 0.5, 0.5, 0.3), ppo=(0.8, 0.5, 0.5, 0.3))
+    assert _verdicts(m)["sft-high-in-distribution"] is None

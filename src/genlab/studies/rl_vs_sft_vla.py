@@ -294,7 +294,8 @@ def _s(m, arm, shift):
 
 def _claim_sft_id(m, cfg):
     mu, se, _ = mean_se(_s(m, "sft", "train"))
-    return evidence(mu - 2 * se > cfg.min_sft_id if mu + 2 * se > cfg.min_sft_id else False, sft_id=mu, se=se)
+    held = True if mu - 2 * se > cfg.min_sft_id else False if mu + 2 * se < cfg.min_sft_id else None
+    return evidence(held, sft_id=mu, se=se)
 
 
 def _claim_exec_drop(m, cfg):
@@ -380,7 +381,7 @@ class RLvsSFTVLA(Study):
 
     @dataclass
     class Config:
-        seeds: int = 3
+        seeds: int = 4
         arms: tuple[str, ...] = ARMS
         demos: int = 800  # demonstration episodes (narrow training distribution)
         sft_epochs: int = 12
@@ -417,8 +418,8 @@ class RLvsSFTVLA(Study):
                 raise ValueError("push_prob in [0, 1]")
 
     presets = {
-        "smoke": {"seeds": 2, "demos": 64, "sft_epochs": 5, "hidden": 32, "rl_steps": 1500, "envs": 32,
-                  "eval_episodes": 64, "workers": 1},
+        "smoke": {"seeds": 2, "demos": 64, "sft_epochs": 5, "hidden": 32, "rl_steps": 1000, "envs": 32,
+                  "eval_episodes": 48, "workers": 1},
         "quick": {},
         "full": {"seeds": 10, "demos": 1000, "rl_steps": 500_000, "eval_episodes": 2000, "workers": 8},
     }  # fmt: skip
