@@ -10,7 +10,7 @@ distribution and on three held-out shifts (vision, semantics, execution), never 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -506,4 +506,4 @@ class RLvsSFTVLA(Study):
         ]
 
 
-__all__ = ["RLvsSFTVLA", "replace", "rollout", "train_rl", "train_sft"]
+__all__ = ["RLvsSFTVLA", "rollout", "train_rl", "train_sft"]
