@@ -1,0 +1,509 @@
+"""rl-vs-sft-vla: does RL fine-tuning (PPO, GRPO, DPO) from an SFT warm start generalise better than SFT?
+
+Liu et al., *What Can RL Bring to VLA Generalization? An Empirical Study*, NeurIPS 2025 (arXiv 2505.19789).
+Mechanism study (toy VLA): a small CNN over a MiniGrid-style symbolic image plus mission-token embeddings
+outputs categorical actions in :class:`genlab.rl.PickUpGrid` ("pick up the red ball"). SFT = behaviour cloning of
+a BFS planner on a narrow training distribution; PPO / GRPO / DPO fine-tune that SFT policy with the same number
+of environment steps on the same training distribution; every arm is evaluated (greedy) on the training
+distribution and on three held-out shifts (vision, semantics, execution), never used for any choice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
+from genlab.stats import mean_se, paired
+
+ARMS = ("sft", "ppo", "grpo", "dpo")
+RL_ARMS = ("ppo", "grpo", "dpo")
+EVAL = ("train", "vision", "semantics", "execution")
+OOD = ("vision", "semantics", "execution")
+
+
+# -- policy ---------------------------------------------------------------------------------------------------
+
+
+def _policy(hidden: int):
+    import torch
+    from torch import nn
+
+    from genlab.rl import N_ACTIONS, N_COLOUR_IDS, N_TYPE_IDS
+
+    class Policy(nn.Module):
+        """Embeds (type, colour, agent) per cell, two 3x3 convs, concatenates the mission embedding, MLP heads."""
+
+        def __init__(self):
+            super().__init__()
+            e = 16
+            self.type_e, self.col_e, self.agent_e = (
+                nn.Embedding(N_TYPE_IDS, e),
+                nn.Embedding(N_COLOUR_IDS, e),
+                nn.Embedding(2, e),
+            )
+            self.m_col, self.m_type = nn.Embedding(N_COLOUR_IDS, e), nn.Embedding(N_TYPE_IDS, e)
+            self.conv1, self.conv2 = nn.Conv2d(e, 16, 3, padding=1), nn.Conv2d(16, 16, 3, padding=1)
+            self.film = nn.Linear(2 * e, 16)  # the mission modulates the first conv's channels
+            self.trunk = nn.Sequential(
+                nn.Linear(16 * 13 * 13 + 2 * e, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU()
+            )
+            self.pi, self.v = nn.Linear(hidden, N_ACTIONS), nn.Linear(hidden, 1)  # shared actor-critic trunk
+
+        def forward(self, img, mission):
+            x = self.type_e(img[..., 0]) + self.col_e(img[..., 1]) + self.agent_e(img[..., 2])
+            m = torch.cat([self.m_col(mission[:, 0]), self.m_type(mission[:, 1])], 1)
+            x = torch.relu(self.conv1(x.permute(0, 3, 1, 2)) * (1 + self.film(m))[:, :, None, None])
+            x = torch.relu(self.conv2(x)).flatten(1)
+            h = self.trunk(torch.cat([x, m], 1))
+            return self.pi(h), self.v(h).squeeze(-1)
+
+    return Policy()
+
+
+def _t(obs):
+    import torch
+
+    return torch.as_tensor(obs["image"]), torch.as_tensor(obs["mission"])
+
+
+# -- rollouts -------------------------------------------------------------------------------------------------
+
+
+def rollout(env, policy, seed: int, repeat: int = 1, greedy: bool = False, gen=None, expert: bool = False):
+    """One batch of full episodes. Returns per-step tensors (T, n, ...) with an ``active`` mask, and per episode
+    ``success`` / ``ret``; ``steps`` counts environment steps actually taken (active cells)."""
+    import torch
+
+    obs, _ = env.reset(seed, repeat=repeat)
+    imgs, miss, acts, logps, vals, rews, act_mask = [], [], [], [], [], [], []
+    success = np.zeros(env.n, dtype=bool)
+    with torch.no_grad():
+        for _ in range(env.max_steps):
+            alive = ~env.done
+            if not alive.any():
+                break
+            img, mis = _t(obs)
+            if expert:
+                a = torch.as_tensor(env.expert_actions())
+                lp, v = torch.zeros(env.n), torch.zeros(env.n)
+            else:
+                logits, v = policy(img, mis)
+                dist = torch.distributions.Categorical(logits=logits)
+                a = logits.argmax(1) if greedy else _sample(logits, gen)
+                lp = dist.log_prob(a)
+            obs, r, _term, _trunc, info = env.step(a.numpy())
+            success |= info["success"]
+            imgs.append(img), miss.append(mis), acts.append(a), logps.append(lp), vals.append(v)
+            rews.append(torch.as_tensor(r, dtype=torch.float32)), act_mask.append(torch.as_tensor(alive).float())
+    out = {
+        k: torch.stack(v)
+        for k, v in dict(
+            img=imgs, mission=miss, action=acts, logp=logps, value=vals, reward=rews, active=act_mask
+        ).items()
+    }
+    out["success"] = success
+    out["ret"] = out["reward"].sum(0)
+    out["steps"] = int(out["active"].sum())
+    return out
+
+
+def _sample(logits, gen):
+    import torch
+
+    return torch.multinomial(torch.softmax(logits, -1), 1, generator=gen).squeeze(1)
+
+
+def _flat(ro, keys):
+    m = ro["active"].reshape(-1) > 0
+    return {k: ro[k].reshape(-1, *ro[k].shape[2:])[m] for k in keys}
+
+
+def evaluate(policy, shift, cfg, seed: int) -> float:
+    """Greedy success rate over ``cfg.eval_episodes`` episodes of one condition (same episodes for every arm)."""
+    from genlab.rl import PickUpGrid
+
+    env = PickUpGrid(cfg.eval_episodes, shift, max_steps=cfg.max_steps)
+    return float(rollout(env, policy, seed, greedy=True)["success"].mean())
+
+
+def shifts(cfg) -> dict:
+    from genlab.rl import Shift
+
+    return {
+        "train": Shift("train"),
+        "vision": Shift("vision"),
+        "semantics": Shift("semantics"),
+        "execution": Shift("execution", push_prob=cfg.push_prob),
+    }
+
+
+# -- training -------------------------------------------------------------------------------------------------
+
+
+def train_sft(cfg, seed: int):
+    import torch
+    import torch.nn.functional as F
+
+    from genlab.rl import PickUpGrid, Shift
+
+    torch.manual_seed(seed)
+    env = PickUpGrid(cfg.demos, Shift("train"), max_steps=cfg.max_steps)
+    demo = rollout(env, None, seed, expert=True)
+    data = _flat(demo, ("img", "mission", "action"))
+    policy = _policy(cfg.hidden)
+    opt = torch.optim.Adam(policy.parameters(), lr=cfg.sft_lr)
+    n = len(data["action"])
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(cfg.sft_epochs):
+        perm = torch.randperm(n, generator=g)
+        for i in range(0, n, 256):
+            b = perm[i : i + 256]
+            logits, _ = policy(data["img"][b], data["mission"][b])
+            loss = F.cross_entropy(logits, data["action"][b])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return policy, demo["steps"]
+
+
+def _clip_loss(policy, batch, adv, clip: float):
+    import torch
+
+    logits, v = policy(batch["img"], batch["mission"])
+    dist = torch.distributions.Categorical(logits=logits)
+    lp = dist.log_prob(batch["action"])
+    ratio = torch.exp(lp - batch["logp"])
+    pg = -torch.min(ratio * adv, ratio.clamp(1 - clip, 1 + clip) * adv).mean()
+    return pg, v, dist, logits
+
+
+def train_rl(arm: str, sft, cfg, seed: int, env_factory=None) -> tuple:
+    """Fine-tune a copy of the SFT policy with ``arm`` until ``cfg.rl_steps`` environment steps are used (training
+    distribution only). Returns the policy and the steps used."""
+    import copy
+
+    import torch
+
+    from genlab.rl import PickUpGrid, Shift, dpo_loss, gae, group_advantages
+
+    make = env_factory or (lambda n: PickUpGrid(n, Shift("train"), max_steps=cfg.max_steps))
+    torch.manual_seed(seed)
+    policy, ref = copy.deepcopy(sft), copy.deepcopy(sft)
+    for p in ref.parameters():
+        p.requires_grad_(False)
+    opt = torch.optim.Adam(policy.parameters(), lr=cfg.rl_lr)
+    gen = torch.Generator().manual_seed(seed)
+    env = make(cfg.envs)
+    used, it = 0, 0
+    group = cfg.group if arm in ("grpo", "dpo") else 1
+    while used < cfg.rl_steps:
+        ro = rollout(env, policy, seed * 100_003 + it, repeat=group, gen=gen)
+        used += ro["steps"]
+        it += 1
+        if arm == "ppo":
+            adv = gae(ro["reward"], ro["value"], ro["active"], cfg.gamma, cfg.lam)
+            ro["adv"], ro["ret_t"] = adv, adv + ro["value"]
+            flat = _flat(ro, ("img", "mission", "action", "logp", "adv", "ret_t"))
+            n = len(flat["action"])
+            perm = torch.randperm(n, generator=gen)
+            for i in range(0, n, max(1, n // cfg.minibatches)):  # one epoch (the paper's recipe)
+                b = {k: v[perm[i : i + max(1, n // cfg.minibatches)]] for k, v in flat.items()}
+                a = (b["adv"] - b["adv"].mean()) / (b["adv"].std() + 1e-8) if len(b["adv"]) > 1 else b["adv"]
+                pg, v, dist, _ = _clip_loss(policy, b, a, cfg.clip)
+                loss = pg + cfg.vf_coef * ((v - b["ret_t"]) ** 2).mean() - cfg.ent_coef * dist.entropy().mean()
+                opt.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
+                opt.step()
+        elif arm == "grpo":
+            adv_ep = group_advantages(ro["ret"], group)
+            ro["adv"] = adv_ep[None, :].expand_as(ro["reward"]).contiguous()
+            flat = _flat(ro, ("img", "mission", "action", "logp", "adv"))
+            if flat["adv"].abs().sum() == 0:
+                continue
+            pg, _, _, logits = _clip_loss(policy, flat, flat["adv"], cfg.clip)
+            with torch.no_grad():
+                ref_logits, _ = ref(flat["img"], flat["mission"])
+            lp_all, ref_all = torch.log_softmax(logits, -1), torch.log_softmax(ref_logits, -1)
+            a = flat["action"][:, None]
+            d = (ref_all.gather(1, a) - lp_all.gather(1, a)).squeeze(1)
+            kl = (torch.exp(d) - d - 1).mean()  # k3 estimator of KL(pi || ref)
+            loss = pg + cfg.kl_coef * kl
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
+            opt.step()
+        else:  # dpo: success/failure pairs from the same start state, frozen SFT reference
+            succ = ro["success"].reshape(-1, group)
+            w_idx, l_idx = [], []
+            for gi in range(succ.shape[0]):
+                s, f = np.flatnonzero(succ[gi]), np.flatnonzero(~succ[gi])
+                for a_, b_ in zip(s, f, strict=False):
+                    w_idx.append(gi * group + a_), l_idx.append(gi * group + b_)
+            if not w_idx:
+                continue
+            logp_tr = _traj_logp(policy, ro)
+            with torch.no_grad():
+                ref_tr = _traj_logp(ref, ro)
+            w, l_ = torch.as_tensor(w_idx), torch.as_tensor(l_idx)
+            loss = dpo_loss(logp_tr[w], logp_tr[l_], ref_tr[w], ref_tr[l_], cfg.dpo_beta)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
+            opt.step()
+    return policy, used
+
+
+def _traj_logp(policy, ro):
+    """Summed log-probability of each episode's actions, (n,)."""
+    import torch
+
+    t, n = ro["action"].shape
+    logits, _ = policy(ro["img"].reshape(t * n, *ro["img"].shape[2:]), ro["mission"].reshape(t * n, 2))
+    lp = torch.log_softmax(logits, -1).gather(1, ro["action"].reshape(-1, 1)).reshape(t, n)
+    return (lp * ro["active"]).sum(0)
+
+
+def _run_seed(job) -> dict:
+    import torch
+
+    cfg, seed = job
+    torch.set_num_threads(1)
+    sft, demo_steps = train_sft(cfg, seed)
+    policies, steps = {"sft": sft}, {"sft": 0}
+    for arm in cfg.arms:
+        if arm != "sft":
+            policies[arm], steps[arm] = train_rl(arm, sft, cfg, seed + 1)
+    sh = shifts(cfg)
+    success = {
+        arm: {name: evaluate(p, sh[name], cfg, 10_000_000 + 7919 * seed + i) for i, name in enumerate(EVAL)}
+        for arm, p in policies.items()
+    }
+    return {"success": success, "rl_steps": steps, "demo_steps": demo_steps}
+
+
+# -- claims ---------------------------------------------------------------------------------------------------
+
+
+def _s(m, arm, shift):
+    return np.asarray(m["success"][arm][shift], dtype=float)
+
+
+def _claim_sft_id(m, cfg):
+    mu, se, _ = mean_se(_s(m, "sft", "train"))
+    held = True if mu - 2 * se > cfg.min_sft_id else False if mu + 2 * se < cfg.min_sft_id else None
+    return evidence(held, sft_id=mu, se=se)
+
+
+def _claim_exec_drop(m, cfg):
+    drops = {s: _s(m, "sft", "train") - _s(m, "sft", s) for s in OOD}
+    helds = [paired(drops["execution"], drops[s]).above(0.0) for s in ("vision", "semantics")]
+    held = False if False in helds else None if None in helds else True
+    return evidence(
+        held,
+        **{f"drop_{s}": float(np.mean(d)) for s, d in drops.items()},
+        **paired(drops["execution"], drops["vision"]).as_numbers("exec_minus_vision"),
+        **paired(drops["execution"], drops["semantics"]).as_numbers("exec_minus_semantics"),
+    )
+
+
+def _gain(m, arm, shift):
+    return paired(_s(m, arm, shift), _s(m, "sft", shift))
+
+
+def _claim_ppo_exec(m, cfg):
+    g = _gain(m, "ppo", "execution")
+    return evidence(g.above(cfg.min_exec_gain), **g.as_numbers("gain"))
+
+
+def _claim_ppo_largest(m, cfg):
+    ge = _s(m, "ppo", "execution") - _s(m, "sft", "execution")
+    gv = _s(m, "ppo", "vision") - _s(m, "sft", "vision")
+    p = paired(ge, gv)
+    return evidence(
+        p.above(0.0), gain_exec=float(ge.mean()), gain_vision=float(gv.mean()), **p.as_numbers("exec_minus_vision")
+    )
+
+
+def _claim_vision_parity(m, cfg):
+    g = _gain(m, "ppo", "vision")
+    lo, hi = g.mean - 2 * g.se, g.mean + 2 * g.se
+    held = (
+        True
+        if (-cfg.parity_tol < lo and hi < cfg.parity_tol)
+        else False
+        if (hi < -cfg.parity_tol or lo > cfg.parity_tol)
+        else None
+    )
+    return evidence(held, **g.as_numbers("gain"))
+
+
+def _ood_mean(m, arm):
+    return np.mean([_s(m, arm, s) for s in OOD], axis=0)
+
+
+def _claim_ppo_best(m, cfg):
+    out, helds = {}, []
+    for other in ("grpo", "dpo"):
+        p = paired(_ood_mean(m, "ppo"), _ood_mean(m, other))
+        helds.append(p.above(-cfg.rl_tie_margin))
+        out.update(p.as_numbers(f"ppo_minus_{other}"))
+    held = False if False in helds else None if None in helds else True
+    return evidence(held, **out)
+
+
+def _claim_equal_budget(m, cfg):
+    steps = {a: m["rl_steps"][a] for a in RL_ARMS}
+    lo = min(min(v) for v in steps.values())
+    hi = max(max(v) for v in steps.values())
+    return evidence(lo >= cfg.rl_steps and hi <= cfg.rl_steps + cfg.envs * cfg.max_steps, min_steps=lo, max_steps=hi)
+
+
+# -- study ----------------------------------------------------------------------------------------------------
+
+
+@register
+class RLvsSFTVLA(Study):
+    name = "rl-vs-sft-vla"
+    paper = Paper(
+        "What Can RL Bring to VLA Generalization? An Empirical Study",
+        "arXiv:2505.19789",
+        "Liu, Gao, Wei, Chen, Liao, Wu, Yu, Wang",
+    )
+    summary = (
+        "Toy VLA (CNN + mission tokens, MiniGrid-style pick-up): PPO/GRPO/DPO from an SFT warm start at equal "
+        "environment steps vs SFT, on vision, semantics and execution shifts."
+    )
+    headline = ("claim:ppo-gains-on-execution/gain_mean",)
+
+    @dataclass
+    class Config:
+        seeds: int = 4
+        arms: tuple[str, ...] = ARMS
+        demos: int = 800  # demonstration episodes (narrow training distribution)
+        sft_epochs: int = 12
+        sft_lr: float = 2e-3
+        hidden: int = 128
+        max_steps: int = 24
+        rl_steps: int = 20_000  # environment steps per RL arm (equal budget)
+        envs: int = 64
+        group: int = 8  # GRPO / DPO: rollouts per start state
+        rl_lr: float = 3e-4
+        gamma: float = 0.99
+        lam: float = 0.95
+        clip: float = 0.2
+        minibatches: int = 4
+        vf_coef: float = 0.5
+        ent_coef: float = 0.01
+        kl_coef: float = 0.05
+        dpo_beta: float = 0.1
+        push_prob: float = 0.15
+        eval_episodes: int = 200
+        workers: int = 2
+        # claim thresholds (all set before the first run)
+        min_sft_id: float = 0.8
+        min_exec_gain: float = 0.05
+        parity_tol: float = 0.1
+        rl_tie_margin: float = 0.02
+
+        def validate(self) -> None:
+            if self.seeds < 1 or self.envs % self.group:
+                raise ValueError("seeds >= 1 and envs a multiple of group")
+            if "sft" not in self.arms or any(a not in ARMS for a in self.arms):
+                raise ValueError(f"arms must include sft and be among {ARMS}")
+            if not 0 <= self.push_prob <= 1:
+                raise ValueError("push_prob in [0, 1]")
+
+    presets = {
+        "smoke": {"seeds": 2, "demos": 64, "sft_epochs": 5, "hidden": 32, "rl_steps": 1000, "envs": 32,
+                  "eval_episodes": 48, "workers": 1},
+        "quick": {},
+        "full": {"seeds": 10, "demos": 1000, "rl_steps": 500_000, "eval_episodes": 2000, "workers": 8},
+    }  # fmt: skip
+
+    claims = [
+        Claim(
+            "sft-high-in-distribution",
+            "SFT success on the training distribution exceeds {min_sft_id} (mean - 2 s.e.)",
+            _claim_sft_id,
+        ),
+        Claim(
+            "sft-drops-most-on-execution",
+            "SFT loses more success under the execution shift than under the "
+            "vision and the semantics shift (paired over seeds)",
+            _claim_exec_drop,
+        ),
+        Claim(
+            "ppo-gains-on-execution",
+            "PPO beats SFT on the execution shift by more than {min_exec_gain} success (paired over seeds)",
+            _claim_ppo_exec,
+        ),
+        Claim(
+            "ppo-gain-largest-on-execution",
+            "PPO's gain over SFT is larger on execution than on vision",
+            _claim_ppo_largest,
+        ),
+        Claim(
+            "ppo-vision-parity",
+            "PPO and SFT are within ±{parity_tol} success on the vision shift (2 s.e.)",
+            _claim_vision_parity,
+        ),
+        Claim(
+            "ppo-at-least-grpo-dpo",
+            "PPO's mean OOD success is at least GRPO's and DPO's minus {rl_tie_margin}",
+            _claim_ppo_best,
+        ),
+        Claim(
+            "equal-env-step-budget",
+            "every RL arm used between rl_steps={rl_steps} and one rollout batch more environment steps",
+            _claim_equal_budget,
+            kind="identity",
+        ),
+    ]
+
+    def run(self, cfg: Config, ctx: RunContext) -> dict:
+        if tuple(cfg.arms) != ARMS:
+            raise ValueError("the claims need every arm")
+        jobs = [(cfg, ctx.seed_for("seed", s)) for s in range(cfg.seeds)]
+        with ctx.timer("seeds"):
+            rows = ctx.map(_run_seed, jobs, processes=cfg.workers)
+        success = {a: {s: [r["success"][a][s] for r in rows] for s in EVAL} for a in ARMS}
+        for a in ARMS:
+            ctx.log(f"{a}: " + ", ".join(f"{s}={np.mean(success[a][s]):.3f}" for s in EVAL))
+        return {
+            "success": success,
+            "rl_steps": {a: [r["rl_steps"][a] for r in rows] for a in RL_ARMS},
+            "demo_steps": [r["demo_steps"] for r in rows],
+            "seeds": cfg.seeds,
+        }
+
+    def figures(self, metrics: dict, ctx: RunContext) -> list[Path]:
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(7.5, 3.6))
+        w = 0.2
+        for i, arm in enumerate(ARMS):
+            mu = [mean_se(metrics["success"][arm][s])[0] for s in EVAL]
+            se = [np.nan_to_num(mean_se(metrics["success"][arm][s])[1]) for s in EVAL]
+            ax.bar(np.arange(len(EVAL)) + (i - 1.5) * w, mu, w, yerr=se, capsize=2, label=arm.upper())
+        ax.set_xticks(np.arange(len(EVAL)))
+        ax.set_xticklabels(["in distribution", "vision", "semantics", "execution"])
+        ax.set_ylabel("greedy success rate")
+        ax.set_ylim(0, 1.05)
+        ax.legend(fontsize=8, ncol=4, loc="upper right")
+        ax.set_title(f"toy VLA, {metrics['seeds']} seeds, equal RL env-step budgets", fontsize=10)
+        fig.tight_layout()
+        return [
+            ctx.save_figure(
+                fig,
+                "rl-vs-sft-vla",
+                caption="success per arm per condition, mean ± s.e. over "
+                "seeds (greedy actions, the same evaluation episodes for every arm)",
+            )
+        ]
+
+
+__all__ = ["RLvsSFTVLA", "rollout", "train_rl", "train_sft"]
