@@ -46,13 +46,15 @@ def info_nce(z1, z2, tau: float):
     return torch.nn.functional.cross_entropy(sim, target)
 
 
-def cross_corr_penalty(s, v, eps: float = 1e-5):
+def cross_corr_penalty(s, v, floor: float = 0.1):
     """Mean over the (dim s) x (dim v) pairs of the squared batch correlation of s and v, times dim s.
 
-    Scale-free (standardised codes), so it cannot be met by shrinking v; ~0 for independent codes.
+    ~0 for independent codes. Each code's per-dimension std is floored at ``floor`` before standardising: without
+    the floor a collapsing v (std -> 0) turns the correlation into amplified noise with exploding gradients (seen in
+    the first quick run); with it, a collapsed dimension contributes its (small) covariance instead.
     """
-    sc = (s - s.mean(0)) / (s.std(0) + eps)
-    vc = (v - v.mean(0)) / (v.std(0) + eps)
+    sc = (s - s.mean(0)) / s.std(0).clamp_min(floor)
+    vc = (v - v.mean(0)) / v.std(0).clamp_min(floor)
     corr = sc.T @ vc / (len(s) - 1)
     return (corr**2).mean() * s.shape[1]
 
@@ -75,7 +77,9 @@ def _losses(net, x, gen, cfg, arm: str, alpha: float, beta: float):
         return ((net.decode(s, v) - torch.cat([x1, x2])) ** 2).mean()
     loss = info_nce(s1, s2, cfg.tau)
     if arm in ("nce_dis", "full"):
-        dis = cross_corr_penalty(s, v) + ((net.aug(v) - torch.cat([p1, p2])) ** 2).mean()
+        dis = cross_corr_penalty(s, v)
+        if cfg.aug_pred > 0:  # v predicts the augmentation parameters (off by default: see the docs page)
+            dis = dis + cfg.aug_pred * ((net.aug(v) - torch.cat([p1, p2])) ** 2).mean()
         loss = loss + alpha * dis
     if arm in ("nce_rec", "full"):  # self-reconstruction and cross-reconstruction (content of view 2, style of view 1)
         rec = ((net.decode(s1, v1) - x1) ** 2).mean() + ((net.decode(s2, v1) - x1) ** 2).mean()
@@ -349,6 +353,7 @@ class MSUDG(Study):
         lr: float = 2e-3
         tau: float = 0.3
         aug_strength: float = 1.0
+        aug_pred: float = 0.0  # weight of v -> augmentation-parameter prediction inside L_dis (1.0 in the first run)
         alphas: tuple[float, ...] = (0.3,)
         betas: tuple[float, ...] = (3.0, 30.0)
         val_frac: float = 0.25  # held-out source data for every selection
@@ -388,7 +393,7 @@ class MSUDG(Study):
             for name in ("alphas", "betas"):
                 if not getattr(self, name) or any(not (np.isfinite(v) and v >= 0) for v in getattr(self, name)):
                     raise ValueError(f"{name}: one or more finite values >= 0")
-            for name in ("source_floor", "gain_margin", "order_margin", "z_family", "aug_strength"):
+            for name in ("source_floor", "gain_margin", "order_margin", "z_family", "aug_strength", "aug_pred"):
                 if not np.isfinite(getattr(self, name)):
                     raise ValueError(f"{name} must be finite")
 
