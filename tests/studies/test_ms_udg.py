@@ -170,6 +170,7 @@ def test_claim_texts_follow_the_config():
         {"tau": "0"},
         {"gain_margin": "nan"},
         {"aug_pred": "nan"},
+        {"aug_pred": "-1"},
     ],
 )
 def test_bad_configs_are_rejected(override):

@@ -390,6 +390,8 @@ class MSUDG(Study):
                 raise ValueError("fracs and select_frac in (0, 1]")
             if not 0 < self.val_frac < 1:
                 raise ValueError("val_frac in (0, 1)")
+            if not self.aug_pred >= 0:
+                raise ValueError("aug_pred >= 0")
             for name in ("alphas", "betas"):
                 if not getattr(self, name) or any(not (np.isfinite(v) and v >= 0) for v in getattr(self, name)):
                     raise ValueError(f"{name}: one or more finite values >= 0")
