@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zlib
 from pathlib import Path
 
 import torch
@@ -58,16 +59,21 @@ def llama_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+def _stable_seed(name: str, seed: int) -> int:
+    """A seed per (tensor, model) that is the same in every process (``hash`` of a str is salted per process)."""
+    return zlib.crc32(f"{name}/{seed}".encode())
+
+
 def make_model(path: Path, cfg: dict, seed: int, base_seed: int | None, shard_bytes: int) -> int:
     """Write a sharded bf16 checkpoint: the base (base_seed None) or base + 0.02 * noise (an expert)."""
     path.mkdir(parents=True)
     (path / "config.json").write_text(json.dumps(cfg, indent=2))
     shards, cur, size, total = [], {}, 0, 0
     for name, shape in llama_shapes(cfg).items():
-        g = torch.Generator().manual_seed(hash((name, base_seed if base_seed is not None else seed)) % 2**31)
+        g = torch.Generator().manual_seed(_stable_seed(name, base_seed if base_seed is not None else seed))
         t = torch.randn(shape, generator=g) * 0.02
         if base_seed is not None:
-            g2 = torch.Generator().manual_seed(hash((name, seed)) % 2**31)
+            g2 = torch.Generator().manual_seed(_stable_seed(name, seed))
             t += torch.randn(shape, generator=g2) * 0.002
         t = t.to(torch.bfloat16)
         if cur and size + t.numel() * 2 > shard_bytes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import struct
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,16 +76,17 @@ class TensorInfo:
         return n * self.dtype.itemsize
 
 
-class Source:
+class Source(ABC):
     """Something tensors can be read from by name."""
 
     label: str
     infos: dict[str, TensorInfo]
 
+    @abstractmethod
     def load(self, name: str) -> torch.Tensor:
-        raise NotImplementedError
+        """The tensor called ``name``."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a deliberate no-op default; file-backed sources override it
         """Release open files (a no-op for in-memory sources)."""
 
     def resolve(self, name: str) -> str | None:

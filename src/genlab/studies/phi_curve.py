@@ -464,7 +464,9 @@ class PhiCurve(Study):
 
     def _run_de_convergence(self, cfg: PhiCurve.Config, ctx: RunContext) -> dict[str, Any]:
         """The RFRR DE's relative error against Monte Carlo at n and at n·factor, on the same p/n grid and λs
-        (interpolation-window points at λ < min_lam_window left out, as in the agreement check)."""
+        (interpolation-window points at λ < min_lam_window left out, as in the agreement check). Both n get their
+        own Monte Carlo with the same ``de_large_n_reps``, so the two errors carry comparable noise (the main RFRR
+        arm's ``reps`` at n are deliberately not reused)."""
         xi, beta = power_law_problem(cfg.k, cfg.alpha, cfg.r)
         ratio = size_grid(cfg.n, cfg.ratio_min, cfg.ratio_max, cfg.num_p, cfg.window) / cfg.n
         lams = np.asarray(cfg.lams)
