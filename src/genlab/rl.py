@@ -202,10 +202,12 @@ class PickUpGrid:
 # -- losses --------------------------------------------------------------------------------------------------
 
 
-def group_advantages(returns, group: int):
-    """GRPO: each return minus its group's mean, over the group's std (+1e-6); zero when a group is all equal."""
+def group_advantages(returns, group: int, eps: float = 1e-6, unbiased: bool = True):
+    """GRPO advantages (torch): each return minus its group's mean, over the group's standard deviation (+``eps``;
+    ``unbiased`` as ``torch.std``, which TRL's GRPO uses); ``returns`` holds ``group`` consecutive samples per start
+    state or prompt, and a group whose returns are all equal gets zeros."""
     r = returns.reshape(-1, group)
-    return ((r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True, unbiased=False) + 1e-6)).reshape(-1)
+    return ((r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True, unbiased=unbiased) + eps)).reshape(-1)
 
 
 def dpo_loss(logp_w, logp_l, ref_w, ref_l, beta: float):

@@ -2,7 +2,8 @@ import copy
 
 import torch
 
-from genlab.nn.causal_lm import TinyLM, completion_mask, group_advantages, grpo_loss, policy_gradient_step
+from genlab.nn.causal_lm import TinyLM, completion_mask, grpo_loss, policy_gradient_step
+from genlab.rl import group_advantages
 
 
 def test_group_advantages_are_normalised_within_groups():

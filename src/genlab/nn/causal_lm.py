@@ -1,6 +1,7 @@
 """A tiny decoder-only language model (the pre-LN blocks of :mod:`genlab.nn.transformer`) with sampling,
 sequence log-probabilities and the GRPO policy-gradient loss, for mechanism studies on CPU. The GRPO pieces
-(:func:`completion_mask`, :func:`group_advantages`, :func:`grpo_loss`, :func:`policy_gradient_step`) work with any
+(:func:`completion_mask`, :func:`grpo_loss`, :func:`policy_gradient_step`; the group advantages are
+:func:`genlab.rl.group_advantages`) work with any
 policy that has ``token_logprobs(prompts, completions)``, e.g. :class:`genlab.nn.hf_policy.HFPolicy`."""
 
 from __future__ import annotations
@@ -86,13 +87,6 @@ def completion_mask(completions: torch.Tensor, eos: int | Sequence[int]) -> torc
         is_eos = torch.isin(completions, torch.as_tensor(list(eos), device=completions.device)).int()
     after = (is_eos.cumsum(1) - is_eos) > 0
     return (~after).float()
-
-
-def group_advantages(rewards: torch.Tensor, group: int, eps: float = 1e-6) -> torch.Tensor:
-    """GRPO advantages: each reward minus its group's mean, over the group's standard deviation.
-    ``rewards`` holds ``group`` consecutive samples per prompt; a group with equal rewards gets zeros."""
-    r = rewards.view(-1, group)
-    return ((r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True) + eps)).view(-1)
 
 
 def grpo_loss(

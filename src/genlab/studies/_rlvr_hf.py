@@ -139,7 +139,8 @@ def train_grpo(policy, ref, train, cfg, ctx: RunContext, seed: int) -> list[floa
     """GRPO on the training rows; returns the mean reward of each step's samples."""
     import torch
 
-    from genlab.nn.causal_lm import group_advantages, policy_gradient_step
+    from genlab.nn.causal_lm import policy_gradient_step
+    from genlab.rl import group_advantages
 
     gen = ctx.torch_generator("sample", seed)
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.hf_lr, weight_decay=0.0)

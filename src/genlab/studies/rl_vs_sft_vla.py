@@ -219,7 +219,7 @@ def train_rl(arm: str, sft, cfg, seed: int, env_factory=None) -> tuple:
                 torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
                 opt.step()
         elif arm == "grpo":
-            adv_ep = group_advantages(ro["ret"], group)
+            adv_ep = group_advantages(ro["ret"], group, unbiased=False)
             ro["adv"] = adv_ep[None, :].expand_as(ro["reward"]).contiguous()
             flat = _flat(ro, ("img", "mission", "action", "logp", "adv"))
             if flat["adv"].abs().sum() == 0:
