@@ -60,6 +60,14 @@ def test_benefit_shrinks_cannot_pass_when_every_arm_generalises_at_large_n():
     assert _v(_metrics(gap_large=(0.02, 0.02, 0.03, 0.02)))[4] == "inconclusive"
 
 
+def test_bad_configs_are_rejected():
+    import pytest
+
+    for bad in ({"workers": "0"}, {"window": "0"}, {"n_values": "10"}):
+        with pytest.raises(ValueError):
+            DiTLocality.config("quick", bad)
+
+
 def test_seed_disagreement_is_inconclusive():
     m = _metrics()
     g = np.array(m["results"]["gap"], dtype=float)

@@ -96,3 +96,6 @@ def test_claims_read_the_metrics():
 def test_config_validation():
     with pytest.raises(ValueError):
         OODSelectStudy.config("quick", {"k_fractions": (0.5, 1.5)})
+    for bad in ({"exact_n": 40}, {"exact_k": 20}, {"exact_problems": -1}):  # enumeration must stay small and valid
+        with pytest.raises(ValueError, match="exact_"):
+            OODSelectStudy.config("quick", bad)

@@ -124,6 +124,8 @@ def test_config_validation_and_registry() -> None:
         dataclasses.replace(cfg, lams=(0.0, 1.0)).validate()
     with pytest.raises(ValueError, match="digits_p_max"):
         dataclasses.replace(cfg, digits_p_max=300).validate()
+    with pytest.raises(ValueError, match="de_large_n_factor"):
+        dataclasses.replace(cfg, de_large_n_factor=1).validate()
 
 
 def test_tiny_run_metrics_claims_and_figures(tmp_path) -> None:
