@@ -126,6 +126,36 @@ def test_config_validation_and_registry() -> None:
         dataclasses.replace(cfg, digits_p_max=300).validate()
     with pytest.raises(ValueError, match="de_large_n_factor"):
         dataclasses.replace(cfg, de_large_n_factor=1).validate()
+    with pytest.raises(ValueError, match="digits_input_scale"):
+        dataclasses.replace(cfg, digits_input_scale=0.0).validate()
+
+
+def test_digits_de_claim_scales_inputs_and_fails_on_saturated_features() -> None:
+    """The real-data agreement claim is decided by the same point rule as the synthetic one; unscaled pixels
+    saturate erf and the DE misses the Monte Carlo norm (the claim must fail there), scaled ones agree."""
+    from genlab.data.digits import digits_split
+    from genlab.measures.deterministic_equivalents import empirical_kernel_spectrum, erf_kernel, rf_ridge_de
+    from genlab.studies.phi_curve import _digits_de_claim, _summaries
+
+    cfg = PhiCurve.config("quick")
+    split = digits_split(0.28, seed=3)
+    pool_idx = np.random.default_rng(0).choice(len(split.x_train), 400, replace=False)
+    xp, yp = split.x_train[pool_idx].astype(float), split.y_train[pool_idx].astype(float)
+    xt, yt = split.x_test[:100].astype(float), split.y_test[:100].astype(float)
+    n, ps, lams = 80, np.array([20, 40, 60, 160, 240]), (1e-4, 5e-3)
+    failed = {}
+    for scale in (1.0, 0.25):
+        xi, beta = empirical_kernel_spectrum(erf_kernel(xp * scale, xp * scale), yp)
+        _, pool, norm = digits_rf_mc(xp * scale, yp, xt * scale, yt, n, ps, lams, 6, np.random.default_rng(1))
+        de = rf_ridge_de(xi, beta, n, ps[:, None], np.asarray(lams)[None, :], 0.0)
+        block = {"ratio": ps / n, "lams": list(lams), "de_at_mc": {"risk": de.risk, "norm": de.norm},
+                 "mc": {"risk_mean": pool.mean(0), "risk_se": pool.std(0, ddof=1) / np.sqrt(6),
+                        "norm_mean": norm.mean(0), "norm_se": norm.std(0, ddof=1) / np.sqrt(6)}}
+        summary = _summaries(block, cfg, "ratio", shape=False, tol=(cfg.digits_tol, cfg.digits_tol_window))
+        verdict = _digits_de_claim({"summary": {"digits": summary}}, dataclasses.replace(cfg, digits_input_scale=scale))
+        failed[scale] = (verdict.held, verdict.numbers["failed_norm"], verdict.numbers["norm_max_rel_err"])
+    assert failed[1.0][0] is False and failed[1.0][2] > 0.3, failed
+    assert failed[0.25][2] < failed[1.0][2] / 2, failed
 
 
 def test_tiny_run_metrics_claims_and_figures(tmp_path) -> None:
