@@ -21,6 +21,7 @@ from ifbench_testutil import (
     HAVE_NLTK_DATA,
     IFBENCH_FILE,
     IFEVAL_FILE,
+    NLTK_DIR,
     nltk_mode,
     use_real_data_if_available,
 )
@@ -265,6 +266,38 @@ def test_language_detection_is_deterministic():
         langid.clear_cache()
         outs.add(langid.detect(t))
     assert outs == {"fr"}
+
+
+def test_profiles_from_json_equal_langdetects_table():
+    """The first-use source (langdetect's JSON files read directly) answers every n-gram of langdetect's factory
+    table with the same languages in the same order and bit-identical probabilities, and nothing else."""
+    from genlab.ifbench import langid
+
+    fac = langid._factory()
+    langs, fetch = langid._json_source()
+    assert langs == list(fac.langlist)
+    words = list(fac.word_lang_prob_map)
+    got = fetch([*words, "zz-not-a-gram", "☃☃"])
+    assert set(got) == set(words)
+    assert all(got[w] == fac.word_lang_prob_map[w] for w in words)
+
+
+@pytest.mark.skipif(not HAVE_NLTK_DATA, reason="../shared/nltk_data not present")
+def test_indexed_tagger_weights_equal_the_parsed_json(tmp_path):
+    """Without the SQLite cache the tagger's weights file is indexed, not parsed: every feature answers exactly
+    what json.load gives, unknown features are absent, and a file of another layout is refused (then parsed)."""
+    from genlab.ifbench import nlp
+
+    path = NLTK_DIR / "taggers" / "averaged_perceptron_tagger_eng" / "averaged_perceptron_tagger_eng.weights.json"
+    parsed = json.loads(path.read_text(encoding="utf-8"))
+    indexed = nlp._IndexedJsonWeights(path)
+    assert len(indexed.body) == len(parsed)
+    assert all(feat in indexed and indexed[feat] == weights for feat, weights in parsed.items())
+    assert "no such feature" not in indexed
+    odd = tmp_path / "w.json"
+    odd.write_text(json.dumps({"a": {"NN": 1.0}, "b": {"VB": 2.0}}, indent=1))
+    with pytest.raises(ValueError):
+        nlp._IndexedJsonWeights(odd)
 
 
 def _language_texts(n: int = 400) -> list[str]:
