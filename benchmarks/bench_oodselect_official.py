@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from genlab.measures.oodselect import soft_select, split_models, subset_correlation  # noqa: E402
+from genlab.measures.oodselect import soft_select, split_models, subset_correlation
 
 M, N, PLANTED, K = 120, 400, 40, 40
 
