@@ -96,7 +96,7 @@ def test_bad_configs_are_rejected(override):
 
 def test_one_seed_scores_are_consistent():
     cfg = CMMMerging.config("smoke")
-    r = _run_seed((cfg, 11))
+    r = _run_seed((cfg, 11, "cpu"))
     assert r["split_disjoint"] and r["split_sizes"] == [898, 359, 540]
     # each strong expert is the reference for its own task: alone it scores exactly 1 on it, so its all-task
     # normalised average is 1/n_tasks + (its accuracy on the other tasks relative to their experts)

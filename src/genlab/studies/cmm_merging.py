@@ -48,16 +48,17 @@ def _task_logits(logits, task, n_classes):
 
     from genlab.data.digit_tasks import BLOCK
 
-    block = logits.reshape(len(logits), -1, BLOCK)[torch.arange(len(logits)), task]
-    cols = torch.arange(BLOCK)[None, :]
+    block = logits.reshape(len(logits), -1, BLOCK)[torch.arange(len(logits), device=logits.device), task]
+    cols = torch.arange(BLOCK, device=logits.device)[None, :]
     return block.masked_fill(cols >= n_classes[:, None], -1e9)
 
 
 def _train(model, xs, ys, ts, cs, steps: int, lr: float) -> None:
-    """Full-batch Adam on the cross-entropy of each row's task block."""
+    """Full-batch Adam on the cross-entropy of each row's task block (on the model's device)."""
     import torch
 
-    x, y, t, c = (torch.as_tensor(a) for a in (xs, ys, ts, cs))
+    device = next(model.parameters()).device
+    x, y, t, c = (torch.as_tensor(a, device=device) for a in (xs, ys, ts, cs))
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     for _ in range(steps):
         opt.zero_grad()
@@ -73,8 +74,9 @@ class Expert:
     state: dict
 
 
-def _train_models(cfg: Any, splits: Any, seed: int) -> tuple[Any, dict, list[Expert]]:
-    """The base (mixture of all tasks) and the experts (strong, noisy-label, few-step), fine-tuned from it."""
+def _train_models(cfg: Any, splits: Any, seed: int, device: str = "cpu") -> tuple[Any, dict, list[Expert]]:
+    """The base (mixture of all tasks) and the experts (strong, noisy-label, few-step), fine-tuned from it on
+    ``device``; the model and every state dict come back on the CPU, where merging and evaluation run."""
     import copy
 
     import torch
@@ -86,9 +88,9 @@ def _train_models(cfg: Any, splits: Any, seed: int) -> tuple[Any, dict, list[Exp
     rng = np.random.default_rng(seed)
     tasks = tuple(cfg.tasks)
     x, d = splits.x[splits.train], splits.digit[splits.train]
-    model = MLP(64, (cfg.hidden, cfg.hidden), BLOCK * len(tasks), head_bias=True)
+    model = MLP(64, (cfg.hidden, cfg.hidden), BLOCK * len(tasks), head_bias=True).to(device)
     _train(model, *_task_batch(x, d, tasks, list(range(len(tasks)))), cfg.base_steps, cfg.lr)
-    base = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    base = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
     specs = [(t, "strong") for t in range(len(tasks))]
     specs += [(int(t), "noisy") for t in rng.integers(0, len(tasks), cfg.weak_noisy)]
     specs += [(int(t), "short") for t in rng.integers(0, len(tasks), cfg.weak_short)]
@@ -100,8 +102,8 @@ def _train_models(cfg: Any, splits: Any, seed: int) -> tuple[Any, dict, list[Exp
             flip = rng.random(len(ys)) < cfg.noise
             ys = np.where(flip, rng.integers(0, cs), ys)
         _train(m, xs, ys, ts, cs, cfg.short_steps if kind == "short" else cfg.expert_steps, cfg.expert_lr)
-        experts.append(Expert(t, kind, {k: v.detach().clone() for k, v in m.state_dict().items()}))
-    return model, base, experts
+        experts.append(Expert(t, kind, {k: v.detach().cpu().clone() for k, v in m.state_dict().items()}))
+    return model.cpu(), base, experts
 
 
 class Evaluator:
@@ -190,10 +192,10 @@ def _run_seed(job: tuple) -> dict[str, Any]:
 
     from genlab.data.digit_tasks import digit_task_splits
 
-    cfg, seed = job
+    cfg, seed, device = job
     torch.set_num_threads(1)
     splits = digit_task_splits(tuple(cfg.split), seed=seed % (2**31))
-    model, base, experts = _train_models(cfg, splits, seed)
+    model, base, experts = _train_models(cfg, splits, seed, device)
     ev = Evaluator(model, splits, tuple(cfg.tasks))
     strong = [e for e in experts if e.kind == "strong"]
     ref = {p: np.array([ev.accuracy(strong[t].state, p)[t] for t in range(len(cfg.tasks))]) for p in ("val", "test")}
@@ -339,6 +341,7 @@ class CMMMerging(Study):
         "Merging conflicting experts one at a time in order of validated capability beats one-shot task "
         "arithmetic / TIES / DARE-TIES and random merge orders, and shrugs off weak experts (MLPs on digit tasks)."
     )
+    accelerated = True  # base and experts train on ctx.device; merging and evaluation run on the CPU copies
 
     @dataclass
     class Config:
@@ -456,7 +459,7 @@ class CMMMerging(Study):
     ]
 
     def run(self, cfg: Config, ctx: RunContext) -> dict:
-        jobs = [(cfg, ctx.seed_for("seed", s)) for s in range(cfg.seeds)]
+        jobs = [(cfg, ctx.seed_for("seed", s), ctx.device) for s in range(cfg.seeds)]
         with ctx.timer("seeds"):
             results = ctx.map(_run_seed, jobs, processes=cfg.workers, desc="seeds")
         metrics = _aggregate(results, cfg)
