@@ -128,7 +128,7 @@ def psnr(x_hat: np.ndarray | torch.Tensor, x: np.ndarray | torch.Tensor, data_ra
     """Per-row PSNR in dB, 10 log10(range^2 / MSE) (range 2 for data in [-1, 1])."""
     a, b = _t(x_hat), _t(x)
     mse = (a - b).pow(2).flatten(1).mean(1).clamp_min(1e-12)
-    return (10 * torch.log10(data_range**2 / mse)).numpy()
+    return (10 * torch.log10(data_range**2 / mse)).cpu().numpy()
 
 
 @torch.no_grad()

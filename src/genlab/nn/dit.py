@@ -255,7 +255,7 @@ class DiT(nn.Module):
     @torch.no_grad()
     def attention_distances(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         """Mean attended spatial distance (patch units), shape (depth,) for one member or (E, depth)."""
-        dist = token_distances(self.grid)
+        dist = token_distances(self.grid).to(x.device)
         maps = self.attention_maps(x, t)
         per = [(a * dist).sum(-1).flatten(-3).mean(-1) for a in maps]
         return torch.stack(per, -1)
@@ -264,4 +264,5 @@ class DiT(nn.Module):
         """Mean attention weight that falls inside the (T, T) bool ``mask`` (e.g. a k x k window), per layer:
         shape (depth,) for one member or (E, depth). 1 means all attention is inside."""
         maps = self.attention_maps(x, t)
+        mask = mask.to(x.device)
         return torch.stack([(a * mask).sum(-1).flatten(-3).mean(-1) for a in maps], -1)

@@ -157,7 +157,7 @@ def euler_sample(v: VelocityFn, x0: torch.Tensor, steps: int = 50, t0: float = 0
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     x = x0.clone()
-    ts = torch.linspace(t0, t1, steps + 1, dtype=x0.dtype)
+    ts = torch.linspace(t0, t1, steps + 1, dtype=x0.dtype, device=x0.device)
     for k in range(steps):
         t = ts[k].expand(x.shape[:-1])  # (B,), or (E, B) for an ensemble's (E, B, d) states
         x = x + (ts[k + 1] - ts[k]) * v(x, t)

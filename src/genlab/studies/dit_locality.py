@@ -124,6 +124,7 @@ class SeedJob:
     data_seed: int
     subset_seeds: dict[int, int]
     seeds: dict[str, int]  # init, train, psnr, x0, attn, mask
+    device: str = "cpu"
 
 
 def _run_seed(job: SeedJob) -> dict[str, Any]:
@@ -141,7 +142,7 @@ def _run_seed(job: SeedJob) -> dict[str, Any]:
         return torch.Generator().manual_seed(job.seeds[name])
 
     setup_torch(1)
-    cfg, n_values = job.cfg, job.n_values
+    cfg, n_values, dev = job.cfg, job.n_values, job.device
     data = load_dataset(cfg.dataset, seed=job.data_seed, n_test=cfg.n_test, image_folder=cfg.image_folder)
     key, members = [], []
     for n in n_values:
@@ -157,6 +158,7 @@ def _run_seed(job: SeedJob) -> dict[str, Any]:
         for p in model.parameters():
             if p.shape[0] == e:
                 p.copy_(p[torch.arange(e) // len(ARMS) * len(ARMS)])
+    model.to(dev)  # every random draw below stays on the CPU generators: the same numbers on any device
     half = cfg.depth // 2
     window = window_mask(model.grid, cfg.window)
     masks = {"global": (None, ()), "early": (window, range(half)), "late": (window, range(half, cfg.depth)),
@@ -173,15 +175,15 @@ def _run_seed(job: SeedJob) -> dict[str, Any]:
 
     # -- denoising PSNR, train vs held-out, identical noise draws ---------------------------------------------
     k = cfg.eval_images
-    x_test = torch.from_numpy(data.x_test[:k])
-    train_eval = torch.stack([m.x_train[torch.arange(k) % len(m.x_train)] for m in members])  # (E, k, D)
+    x_test = torch.from_numpy(data.x_test[:k]).to(dev)
+    train_eval = torch.stack([m.x_train[torch.arange(k) % len(m.x_train)] for m in members]).to(dev)  # (E, k, D)
     n_rows = torch.tensor([min(len(m.x_train), k) for m in members])
     g = gen("psnr")
     p_tr, p_te = np.zeros((e, len(cfg.psnr_ts))), np.zeros((e, len(cfg.psnr_ts)))
     with torch.no_grad():
         for j, t in enumerate(cfg.psnr_ts):
-            eps = torch.randn(k, data.dim, generator=g)
-            tt = torch.full((e, k), float(t))
+            eps = torch.randn(k, data.dim, generator=g).to(dev)
+            tt = torch.full((e, k), float(t), device=dev)
             for src, out in ((train_eval, p_tr), (x_test[None].expand(e, -1, -1), p_te)):
                 xt = (1 - t) * eps + t * src
                 xhat = xt + (1 - t) * model(xt, tt)
@@ -191,7 +193,8 @@ def _run_seed(job: SeedJob) -> dict[str, Any]:
 
     # -- samples: copy fraction, NN distance, MMD -----------------------------------------------------------
     x0 = torch.randn(cfg.n_samples, data.dim, generator=gen("x0"))
-    samples = euler_sample(model, x0[None].expand(e, -1, -1).contiguous(), cfg.euler_steps)
+    samples = euler_sample(model, x0[None].expand(e, -1, -1).contiguous().to(dev), cfg.euler_steps).cpu()
+    x_test = x_test.cpu()
     zz = torch.cat([x_test[:200], torch.from_numpy(data.x_train[:200])])
     bw = float(torch.cdist(zz, zz).median())
     cp, nd, mm = np.zeros(e), np.zeros(e), np.zeros(e)
@@ -202,9 +205,10 @@ def _run_seed(job: SeedJob) -> dict[str, Any]:
 
     # -- attention per layer (every arm; t = 0.5, held-out images): distance and mass inside the window ------
     xq = torch.from_numpy(data.x_test[:64])
-    xa = 0.5 * torch.randn(xq.shape, generator=gen("attn")) + 0.5 * xq
-    dist = model.attention_distances(xa[None].expand(e, -1, -1), torch.full((e, len(xq)), 0.5)).numpy()
-    inside = model.attention_mass(xa[None].expand(e, -1, -1), torch.full((e, len(xq)), 0.5), window).numpy()
+    xa = (0.5 * torch.randn(xq.shape, generator=gen("attn")) + 0.5 * xq)[None].expand(e, -1, -1).to(dev)
+    ta = torch.full((e, len(xq)), 0.5, device=dev)
+    dist = model.attention_distances(xa, ta).cpu().numpy()
+    inside = model.attention_mass(xa, ta, window).cpu().numpy()
 
     def grid(values: np.ndarray) -> list:
         out = np.zeros((len(n_values), len(ARMS), *values.shape[1:]))
@@ -227,6 +231,7 @@ class DiTLocality(Study):
                   "An, Wang, Guo, Luo, Schwing")
     summary = ("Early-layer attention of a DiT turns local as data grows; imposing local windows early narrows "
                "the train/held-out gap when data is scarce.")
+    accelerated = True  # the DiT ensemble, its batches and the evaluation run on ctx.device
 
     @dataclass
     class Config:
@@ -309,7 +314,8 @@ class DiTLocality(Study):
         n_values = [n if 0 < n < n_all else n_all for n in cfg.n_values]
         jobs = [
             SeedJob(cfg, s, n_values, data_seed, {n: ctx.seed_for("subset", s, n) for n in n_values},
-                    {name: ctx.seed_for(name, s) for name in ("init", "train", "psnr", "x0", "attn", "mask")})
+                    {name: ctx.seed_for(name, s) for name in ("init", "train", "psnr", "x0", "attn", "mask")},
+                    ctx.device)
             for s in range(cfg.seeds)
         ]  # fmt: skip
         ctx.log(f"training {len(ARMS) * len(n_values)} DiTs side by side per seed, {cfg.steps} steps")

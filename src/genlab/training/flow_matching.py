@@ -53,8 +53,10 @@ def train_flow_ensemble(
     t (E, B)), e.g. :class:`EnsembleVelocityMLP` or an ensemble :class:`~genlab.nn.dit.DiT`) on its own data and
     target with Adam (members never interact: per-member losses are
     summed and gradients clipped per member), cosine-decaying the learning rate to 0 unless ``cosine=False``.
-    Returns per-member losses every ``log_every`` steps."""
+    Returns per-member losses every ``log_every`` steps. Runs on the model's device; every random draw comes from
+    ``generator`` on the CPU, so a seed gives the same batches on any device."""
     e = len(members)
+    dev = next(model.parameters()).device
     if e != model.members:
         raise ValueError(f"model has {model.members} members but {e} member specs were given")
     d = members[0].x_train.shape[1]
@@ -65,9 +67,10 @@ def train_flow_ensemble(
     ot_rows = [i for i, m in enumerate(members) if m.method == "otcfm"]
     m_bank = torch.tensor([m.bank if m.method == "efm" else 1 for m in members])
     k_max = int(m_bank.max()) - 1
-    valid = torch.arange(k_max)[None] < (m_bank - 1)[:, None]  # (E, K)
+    valid = (torch.arange(k_max)[None] < (m_bank - 1)[:, None]).to(dev)  # (E, K)
+    data = data.to(dev)
     efm_rows = torch.nonzero(m_bank > 1).flatten()
-    rows = torch.arange(e)[:, None]
+    rows = torch.arange(e, device=dev)[:, None]
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, (lambda k: 0.5 * (1 + math.cos(math.pi * k / steps))) if cosine else (lambda k: 1.0))
@@ -75,16 +78,16 @@ def train_flow_ensemble(
     model.train()
     for step in range(steps):
         idx = (torch.rand(e, batch, generator=generator) * n[:, None]).long()
-        x1 = data[rows, idx]
-        x0 = torch.randn(x1.shape, generator=generator)
+        x1 = data[rows, idx.to(dev)]
+        x0 = torch.randn(x1.shape, generator=generator).to(dev)
         for i in ot_rows:
             x1[i] = x1[i][ot_pair(x0[i], x1[i])]
-        t = torch.rand(e, batch, generator=generator) * t_max
+        t = (torch.rand(e, batch, generator=generator) * t_max).to(dev)
         xt = (1 - t[..., None]) * x0 + t[..., None] * x1
         target = x1 - x0
         if efm_rows.numel():
-            r = efm_rows[:, None]
-            bidx = (torch.rand(len(efm_rows), k_max, generator=generator) * n[efm_rows, None]).long()
+            r = efm_rows[:, None].to(dev)
+            bidx = (torch.rand(len(efm_rows), k_max, generator=generator) * n[efm_rows, None]).long().to(dev)
             target[efm_rows] = efm_target(xt[efm_rows], t[efm_rows], x1[efm_rows], data[r, bidx],
                                           extra_valid=valid[efm_rows])
         per_member = (model(xt, t) - target).pow(2).mean(dim=(1, 2))
@@ -117,11 +120,11 @@ def ot_pair(x0: torch.Tensor, x1: torch.Tensor) -> torch.Tensor:
     import ot
 
     x0d, x1d = x0.double(), x1.double()
-    cost = ((x0d * x0d).sum(1)[:, None] - 2 * x0d @ x1d.T + (x1d * x1d).sum(1)[None]).clamp_min(0).numpy()
+    cost = ((x0d * x0d).sum(1)[:, None] - 2 * x0d @ x1d.T + (x1d * x1d).sum(1)[None]).clamp_min(0).cpu().numpy()
     a = np.full(len(x0), 1.0 / len(x0))
     b = np.full(len(x1), 1.0 / len(x1))
     plan = ot.emd(a, b, cost)
-    return torch.from_numpy(plan.argmax(1))
+    return torch.from_numpy(plan.argmax(1)).to(x0.device)
 
 
 @dataclass
