@@ -26,7 +26,8 @@ from torch import Tensor
 def straight_through_gumbel(logits: Tensor, tau: float, generator: torch.Generator | None = None) -> Tensor:
     """Hard (E,) keep mask from (E, 2) logits (column 1 = keep): forward exactly 0/1, a draw with probability
     softmax(logits)[:, 1]; backward through the tau-relaxed sample."""
-    u = torch.empty_like(logits).exponential_(generator=generator)  # -log U ~ Exp(1), so -log(Exp) is Gumbel
+    # -log U ~ Exp(1), so -log(Exp) is Gumbel; drawn on the CPU generator, so a seed means the same noise anywhere
+    u = torch.empty(logits.shape, dtype=logits.dtype).exponential_(generator=generator).to(logits.device)
     soft = torch.softmax((logits - u.log()) / tau, dim=-1)
     hard = torch.nn.functional.one_hot(soft.argmax(-1), logits.shape[-1]).to(soft.dtype)
     return (hard - soft.detach() + soft)[:, 1]
@@ -107,7 +108,7 @@ def alignment_loss_code(p: Tensor, k_percent: float) -> Tensor:
 # ---------------------------------------------------------------------------------------------------------------
 def concrete_sample(logits: Tensor, temperature: float = 1.0, generator: torch.Generator | None = None) -> Tensor:
     """Relaxed Bernoulli sample sigmoid((logit + log u − log(1 − u)) / temperature), u ~ U(0, 1)."""
-    u = torch.rand(logits.shape, generator=generator, dtype=logits.dtype).clamp(1e-10, 1 - 1e-10)
+    u = torch.rand(logits.shape, generator=generator, dtype=logits.dtype).clamp(1e-10, 1 - 1e-10).to(logits.device)
     return torch.sigmoid((logits + u.log() - (1 - u).log()) / temperature)
 
 

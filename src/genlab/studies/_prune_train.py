@@ -153,7 +153,7 @@ class ArmModel:
             logits = self.scorer(b.x, b.edge_index)
             masks = [em.straight_through_gumbel(logits, self.hp.tau, gen) for _ in range(self.hp.eval_samples)]
             return torch.stack(masks).mean(0), em.keep_probability(logits)
-        return None, torch.ones(b.edge_index.shape[1])
+        return None, torch.ones(b.edge_index.shape[1], device=b.edge_index.device)
 
 
 def torch_sigmoid(x):
@@ -195,8 +195,8 @@ def evaluate(model: ArmModel, b, epoch: int, seed: int, mode: bool = False) -> d
             pred_mode = model.classifier(b.x, b.edge_index, b.batch, (p >= 0.5).to(p.dtype)).argmax(1)
             acc_mode = float((pred_mode == b.y).double().mean())
     model.modules.train()
-    gt = b.edge_gt
-    p = p.double()
+    gt = b.edge_gt.cpu()
+    p = p.double().cpu()
     out = {
         "acc": acc,
         "recall": float((p * gt).sum() / gt.sum().clamp_min(1)),
@@ -270,13 +270,14 @@ class Tracker:
         return out
 
 
-def _new_model(arm: str, hp: HParams, seed: int):
+def _new_model(arm: str, hp: HParams, seed: int, device: str = "cpu"):
     """The arm's model with the seed's initial weights (the classifier is built first, so every arm of a seed starts
-    from the same classifier), its Adam optimiser and its Gumbel / concrete noise generator."""
+    from the same classifier) on ``device``, its Adam optimiser and its Gumbel / concrete noise generator (CPU)."""
     import torch
 
     torch.manual_seed(seed)
     model = ArmModel(ARMS[arm], hp)
+    model.modules.to(device)
     opt = torch.optim.Adam(model.modules.parameters(), lr=hp.lr, foreach=True)
     return model, opt, torch.Generator().manual_seed(seed + 1)
 
@@ -297,23 +298,23 @@ def train_group(job: dict[str, Any]) -> list[dict[str, Any]]:
     from genlab.harness.torch_setup import setup_torch
 
     setup_torch(1)  # tiny graphs: more threads only spin, most of all on shared cores
-    hp, seed = HParams(**job["hp"]), int(job["seed"])
+    hp, seed, device = HParams(**job["hp"]), int(job["seed"]), job.get("device", "cpu")
     sets = load_sets(job["data"])
-    batches = collate(to_pyg(sets["train"]), hp.batch_size, seed)
-    evals = {s: collate(to_pyg(sets[s]), len(sets[s]), None)[0] for s in EVAL_SPLITS}
+    batches = [b.to(device) for b in collate(to_pyg(sets["train"]), hp.batch_size, seed)]
+    evals = {s: collate(to_pyg(sets[s]), len(sets[s]), None)[0].to(device) for s in EVAL_SPLITS}
     results: dict[str, dict[str, Any]] = {}
     share = job.get("share_warmup", True)
     for arm in job["arms"]:
         method = ARMS[arm]["method"]
         if method == "gsat" or (method in ("prune", "vrex") and not share):  # each from its own initialisation
-            model, opt, gen = _new_model(arm, hp, seed)
+            model, opt, gen = _new_model(arm, hp, seed, device)
             tracker = Tracker(evals, seed, hp.warmup_epochs if model.warms_up else 0)
             _fit(model, opt, gen, batches, tracker, range(hp.epochs), seed)
             results[arm] = tracker.result(model, arm)
     methods = {a: ARMS[a]["method"] for a in job["arms"]}
     shared = [a for a, m in methods.items() if m == "erm" or (m in ("prune", "vrex") and share)]
     if shared:
-        erm, erm_opt, erm_gen = _new_model("erm", hp, seed)
+        erm, erm_opt, erm_gen = _new_model("erm", hp, seed, device)
         erm_tracker = Tracker(evals, seed, 0)
         _fit(erm, erm_opt, erm_gen, batches, erm_tracker, range(hp.warmup_epochs), seed)
         warm_state = copy.deepcopy(erm.classifier.state_dict())
@@ -321,7 +322,7 @@ def train_group(job: dict[str, Any]) -> list[dict[str, Any]]:
         for arm in shared:
             if arm == "erm":
                 continue
-            model, opt, gen = _new_model(arm, hp, seed)
+            model, opt, gen = _new_model(arm, hp, seed, device)
             model.classifier.load_state_dict(warm_state)
             opt_state = opt.state_dict()
             opt_state["state"] = copy.deepcopy(warm_opt)  # classifier parameters come first in both optimisers

@@ -42,6 +42,7 @@ class PruneGraphOOD(Study):
         "Mechanism study on generated GOOD-Motif graphs: PrunE's learned edge pruning (size constraint + ε-alignment) "
         "against ERM, a GSAT-style attention bottleneck and V-REx, with ablations and edge-level recall."
     )
+    accelerated = True  # models and collated graph batches go to ctx.device
 
     @dataclass
     class Config:
@@ -170,7 +171,7 @@ class PruneGraphOOD(Study):
         hp = asdict(HParams(**{f.name: getattr(cfg, f.name) for f in fields(HParams)}))
         jobs = [
             {"split": split, "arms": group, "seed": ctx.seed_for("model", split, s), "data": str(folders[split, s]),
-             "hp": hp}
+             "hp": hp, "device": ctx.device}
             for split in cfg.splits
             for s in range(cfg.seeds)
             for group in _groups(cfg.arms)
