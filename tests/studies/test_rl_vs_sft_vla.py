@@ -114,7 +114,7 @@ def test_config_validation():
 
 def test_one_smoke_seed_is_consistent():
     cfg = replace(CFG, seeds=1)
-    out = mod._run_seed((cfg, 5))
+    out = mod._run_seed((cfg, 5, "cpu"))
     assert set(out["success"]) == set(ARMS)
     for arm in ARMS:
         assert all(0.0 <= out["success"][arm][s] <= 1.0 for s in EVAL)

@@ -63,10 +63,14 @@ def _policy(hidden: int):
     return Policy()
 
 
-def _t(obs):
+def _t(obs, device):
     import torch
 
-    return torch.as_tensor(obs["image"]), torch.as_tensor(obs["mission"])
+    return torch.as_tensor(obs["image"], device=device), torch.as_tensor(obs["mission"], device=device)
+
+
+def _device(module):
+    return next(module.parameters()).device
 
 
 # -- rollouts -------------------------------------------------------------------------------------------------
@@ -77,6 +81,7 @@ def rollout(env, policy, seed: int, repeat: int = 1, greedy: bool = False, gen=N
     ``success`` / ``ret``; ``steps`` counts environment steps actually taken (active cells)."""
     import torch
 
+    dev = _device(policy) if policy is not None else torch.device("cpu")
     obs, _ = env.reset(seed, repeat=repeat)
     imgs, miss, acts, logps, vals, rews, act_mask = [], [], [], [], [], [], []
     success = np.zeros(env.n, dtype=bool)
@@ -85,19 +90,20 @@ def rollout(env, policy, seed: int, repeat: int = 1, greedy: bool = False, gen=N
             alive = ~env.done
             if not alive.any():
                 break
-            img, mis = _t(obs)
+            img, mis = _t(obs, dev)
             if expert:
-                a = torch.as_tensor(env.expert_actions())
-                lp, v = torch.zeros(env.n), torch.zeros(env.n)
+                a = torch.as_tensor(env.expert_actions(), device=dev)
+                lp, v = torch.zeros(env.n, device=dev), torch.zeros(env.n, device=dev)
             else:
                 logits, v = policy(img, mis)
                 dist = torch.distributions.Categorical(logits=logits)
                 a = logits.argmax(1) if greedy else _sample(logits, gen)
                 lp = dist.log_prob(a)
-            obs, r, _term, _trunc, info = env.step(a.numpy())
+            obs, r, _term, _trunc, info = env.step(a.cpu().numpy())
             success |= info["success"]
             imgs.append(img), miss.append(mis), acts.append(a), logps.append(lp), vals.append(v)
-            rews.append(torch.as_tensor(r, dtype=torch.float32)), act_mask.append(torch.as_tensor(alive).float())
+            rews.append(torch.as_tensor(r, dtype=torch.float32, device=dev))
+            act_mask.append(torch.as_tensor(alive, device=dev).float())
     out = {
         k: torch.stack(v)
         for k, v in dict(
@@ -113,7 +119,8 @@ def rollout(env, policy, seed: int, repeat: int = 1, greedy: bool = False, gen=N
 def _sample(logits, gen):
     import torch
 
-    return torch.multinomial(torch.softmax(logits, -1), 1, generator=gen).squeeze(1)
+    # drawn on the CPU generator: a seed gives the same actions on any device
+    return torch.multinomial(torch.softmax(logits, -1).cpu(), 1, generator=gen).squeeze(1).to(logits.device)
 
 
 def _flat(ro, keys):
@@ -143,7 +150,7 @@ def shifts(cfg) -> dict:
 # -- training -------------------------------------------------------------------------------------------------
 
 
-def train_sft(cfg, seed: int):
+def train_sft(cfg, seed: int, device: str = "cpu"):
     import torch
     import torch.nn.functional as F
 
@@ -152,13 +159,13 @@ def train_sft(cfg, seed: int):
     torch.manual_seed(seed)
     env = PickUpGrid(cfg.demos, Shift("train"), max_steps=cfg.max_steps)
     demo = rollout(env, None, seed, expert=True)
-    data = _flat(demo, ("img", "mission", "action"))
-    policy = _policy(cfg.hidden)
+    data = {k: v.to(device) for k, v in _flat(demo, ("img", "mission", "action")).items()}
+    policy = _policy(cfg.hidden).to(device)
     opt = torch.optim.Adam(policy.parameters(), lr=cfg.sft_lr)
     n = len(data["action"])
     g = torch.Generator().manual_seed(seed)
     for _ in range(cfg.sft_epochs):
-        perm = torch.randperm(n, generator=g)
+        perm = torch.randperm(n, generator=g).to(device)
         for i in range(0, n, 256):
             b = perm[i : i + 256]
             logits, _ = policy(data["img"][b], data["mission"][b])
@@ -208,7 +215,7 @@ def train_rl(arm: str, sft, cfg, seed: int, env_factory=None) -> tuple:
             ro["adv"], ro["ret_t"] = adv, adv + ro["value"]
             flat = _flat(ro, ("img", "mission", "action", "logp", "adv", "ret_t"))
             n = len(flat["action"])
-            perm = torch.randperm(n, generator=gen)
+            perm = torch.randperm(n, generator=gen).to(_device(policy))
             for i in range(0, n, max(1, n // cfg.minibatches)):  # one epoch (the paper's recipe)
                 b = {k: v[perm[i : i + max(1, n // cfg.minibatches)]] for k, v in flat.items()}
                 a = (b["adv"] - b["adv"].mean()) / (b["adv"].std() + 1e-8) if len(b["adv"]) > 1 else b["adv"]
@@ -248,7 +255,7 @@ def train_rl(arm: str, sft, cfg, seed: int, env_factory=None) -> tuple:
             logp_tr = _traj_logp(policy, ro)
             with torch.no_grad():
                 ref_tr = _traj_logp(ref, ro)
-            w, l_ = torch.as_tensor(w_idx), torch.as_tensor(l_idx)
+            w, l_ = torch.as_tensor(w_idx, device=_device(policy)), torch.as_tensor(l_idx, device=_device(policy))
             loss = dpo_loss(logp_tr[w], logp_tr[l_], ref_tr[w], ref_tr[l_], cfg.dpo_beta)
             opt.zero_grad()
             loss.backward()
@@ -270,9 +277,9 @@ def _traj_logp(policy, ro):
 def _run_seed(job) -> dict:
     import torch
 
-    cfg, seed = job
+    cfg, seed, device = job
     torch.set_num_threads(1)
-    sft, demo_steps = train_sft(cfg, seed)
+    sft, demo_steps = train_sft(cfg, seed, device)
     policies, steps = {"sft": sft}, {"sft": 0}
     for arm in cfg.arms:
         if arm != "sft":
@@ -378,6 +385,7 @@ class RLvsSFTVLA(Study):
         "environment steps vs SFT, on vision, semantics and execution shifts."
     )
     headline = ("claim:ppo-gains-on-execution/gain_mean",)
+    accelerated = True  # policies and rollout tensors live on ctx.device; the grid world steps in numpy
 
     @dataclass
     class Config:
@@ -467,7 +475,7 @@ class RLvsSFTVLA(Study):
     def run(self, cfg: Config, ctx: RunContext) -> dict:
         if tuple(cfg.arms) != ARMS:
             raise ValueError("the claims need every arm")
-        jobs = [(cfg, ctx.seed_for("seed", s)) for s in range(cfg.seeds)]
+        jobs = [(cfg, ctx.seed_for("seed", s), ctx.device) for s in range(cfg.seeds)]
         with ctx.timer("seeds"):
             rows = ctx.map(_run_seed, jobs, processes=cfg.workers)
         success = {a: {s: [r["success"][a][s] for r in rows] for s in EVAL} for a in ARMS}
