@@ -77,12 +77,16 @@ def _optimizer(model, tc: TrainConfig):
     return torch.optim.Adam(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
 
 
+def _dev(model):
+    return next(model.parameters()).device
+
+
 def accuracy(model, x: np.ndarray, y: np.ndarray) -> float:
     """Fraction of correct argmax predictions."""
     import torch
 
     with torch.no_grad():
-        pred = model(torch.as_tensor(x)).argmax(1).numpy()
+        pred = model(torch.as_tensor(x, device=_dev(model))).argmax(1).cpu().numpy()
     return float(np.mean(pred == y))
 
 
@@ -100,14 +104,14 @@ def pseudo_label(model, x, confidence_q: float):
     return logits.argmax(1), keep
 
 
-def train_supervised(model, x: np.ndarray, y: np.ndarray, tc: TrainConfig, epochs: int, gen, opt=None):
-    """Plain minibatch cross-entropy training (the source model)."""
+def train_supervised(model, x, y, tc: TrainConfig, epochs: int, gen, opt=None):
+    """Plain minibatch cross-entropy training (the source model); x, y arrays or tensors."""
     import torch
 
     opt = opt or _optimizer(model, tc)
-    xt, yt = torch.as_tensor(x), torch.as_tensor(y)
+    xt, yt = torch.as_tensor(x, device=_dev(model)), torch.as_tensor(y, device=_dev(model))
     for _ in range(epochs):
-        perm = torch.randperm(len(yt), generator=gen)
+        perm = torch.randperm(len(yt), generator=gen).to(xt.device)
         for s in range(0, len(yt), tc.batch):
             idx = perm[s : s + tc.batch]
             loss = torch.nn.functional.cross_entropy(model(xt[idx]), yt[idx])
@@ -125,9 +129,9 @@ def gst_adapt(model, domains: list[np.ndarray], tc: TrainConfig, gen, opt=None) 
 
     opt = opt or _optimizer(model, tc)
     for x in domains:
-        xt = torch.as_tensor(x)
+        xt = torch.as_tensor(x, device=_dev(model))
         yhat, keep = pseudo_label(model, xt, tc.confidence_q)
-        train_supervised(model, xt[keep].numpy(), yhat[keep].numpy(), tc, tc.epochs_per_step, gen, opt)
+        train_supervised(model, xt[keep], yhat[keep], tc, tc.epochs_per_step, gen, opt)
 
 
 def direct_self_train(model, target: np.ndarray, rounds: int, tc: TrainConfig, gen, opt=None) -> None:
@@ -168,10 +172,11 @@ def stdw_adapt(
         raise ValueError(f"labels must be 'online', 'epoch' or 'domain', got {labels!r}")
     opt = opt or _optimizer(model, tc)
     gen_prev = gen_prev or torch.Generator().manual_seed(gen.initial_seed() + 1)  # leaves ``gen``'s stream alone
-    prev_x, prev_y = torch.as_tensor(x0), torch.as_tensor(y0)  # prev_y None = pseudo-label online
+    dev = _dev(model)
+    prev_x, prev_y = torch.as_tensor(x0, device=dev), torch.as_tensor(y0, device=dev)  # None = pseudo-label online
     prev_true = True
     for t, x in enumerate(domains, start=1):
-        nx = torch.as_tensor(x)
+        nx = torch.as_tensor(x, device=dev)
         ny = None
         if labels == "domain":
             yhat, keep = pseudo_label(model, nx, tc.confidence_q)
@@ -185,13 +190,14 @@ def stdw_adapt(
                 ny = _epoch_labels(model, nx, tc.confidence_q)
                 if not prev_true:
                     prev_y = _epoch_labels(model, prev_x, tc.confidence_q)
-            perm_next = torch.randperm(n_next, generator=gen)
-            perm_prev = torch.randperm(n_prev, generator=gen_prev)
+            perm_next = torch.randperm(n_next, generator=gen).to(dev)
+            perm_prev = torch.randperm(n_prev, generator=gen_prev).to(dev)
             for b in range(per_epoch):
                 i += 1
                 rho = float(rho_fn(i / total))
-                bn = perm_next[(torch.arange(b * tc.batch, (b + 1) * tc.batch)) % n_next][: min(tc.batch, n_next)]
-                bp = perm_prev[(torch.arange(b * tc.batch, (b + 1) * tc.batch)) % n_prev][: min(tc.batch, n_prev)]
+                pos = torch.arange(b * tc.batch, (b + 1) * tc.batch, device=dev)
+                bn = perm_next[pos % n_next][: min(tc.batch, n_next)]
+                bp = perm_prev[pos % n_prev][: min(tc.batch, n_prev)]
                 if n_next >= n_prev:  # GST equivalence: the last batch of the longer domain is a short batch
                     end = min((b + 1) * tc.batch, n_next) - b * tc.batch
                     bn = bn[:end]
@@ -241,9 +247,9 @@ ARMS = ("source", "direct-st", "gst", "stdw-linear", "stdw-cosine", "stdw-step",
 
 
 def run_job(dataset: str, seed: int, n_domains: int, per_domain: int, tc: TrainConfig,
-            arms: tuple[str, ...] = ARMS, labels: str = "online") -> dict[str, Any]:
-    """Train the source model once, then adapt a copy with each arm; accuracies on the target test split and on
-    every domain (labels used for evaluation only)."""
+            arms: tuple[str, ...] = ARMS, labels: str = "online", device: str = "cpu") -> dict[str, Any]:
+    """Train the source model once on ``device``, then adapt a copy with each arm; accuracies on the target test
+    split and on every domain (labels used for evaluation only). Shuffles draw on CPU generators."""
     import torch
 
     from genlab.data.shifts import domain_sequence
@@ -253,7 +259,7 @@ def run_job(dataset: str, seed: int, n_domains: int, per_domain: int, tc: TrainC
     seq = domain_sequence(dataset, seed=seed, n_domains=n_domains, per_domain=per_domain)
     xs, ys = seq.xs, seq.ys
     gen = torch.Generator().manual_seed(seed)
-    src = make_model(seq.dim, seq.n_classes, tc, seed)
+    src = make_model(seq.dim, seq.n_classes, tc, seed).to(device)
     train_supervised(src, xs[0], ys[0], tc, tc.source_epochs, gen)
     out: dict[str, Any] = {"shifts": seq.shifts, "shift_name": seq.shift_name, "target": {}, "domains": {}}
     for arm in arms:
@@ -363,6 +369,7 @@ class STDWStudy(Study):
     )
     summary = ("Gradual self-training over intermediate domains beats source-only; STDW's (1-rho) L_prev + rho L_next "
                "with rho 0->1 is compared with GST and with rho schedules on four synthetic gradual shifts.")
+    accelerated = True  # models and domain tensors go to ctx.device
 
     @dataclass
     class Config:
@@ -433,7 +440,7 @@ class STDWStudy(Study):
     def run(self, cfg: STDWStudy.Config, ctx: RunContext) -> dict:
         tc = TrainConfig(hidden=tuple(cfg.hidden), batch=cfg.batch, source_epochs=cfg.source_epochs,
                          epochs_per_step=cfg.epochs_per_step, confidence_q=cfg.confidence_q)
-        jobs = [(ds, ctx.seed_for(ds, s), cfg.n_domains, cfg.per_domain, tc, tuple(cfg.arms), cfg.labels)
+        jobs = [(ds, ctx.seed_for(ds, s), cfg.n_domains, cfg.per_domain, tc, tuple(cfg.arms), cfg.labels, ctx.device)
                 for ds in cfg.datasets for s in range(cfg.seeds)]
         results = ctx.map(_job, jobs, processes=cfg.workers, desc="stdw")
         target: dict[str, dict[str, list[float]]] = {}
