@@ -76,14 +76,15 @@ def _shards(runs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 
 def train_shard(
-    runs: list[dict[str, Any]], data: dict[str, np.ndarray], pc: PoolConfig
+    runs: list[dict[str, Any]], data: dict[str, np.ndarray], pc: PoolConfig, device: str = "cpu"
 ) -> tuple[list[int], np.ndarray, np.ndarray]:
     """Train a shard of same-architecture models as one batched ensemble (bmm over models).
 
     Each model has its own init, data subset (fraction ``frac`` of the training set), L2 and colour-randomisation
     rate ``q`` (per example and step the colour one-hot is replaced by a uniformly random class with
     probability q, so q sets how predictive - and so how relied upon - the colour is in that model's training).
-    Returns (run ids, correct (B, C, N_ood) bool at each checkpoint, ID accuracy (B, C)).
+    Returns (run ids, correct (B, C, N_ood) bool at each checkpoint, ID accuracy (B, C)). Trains on ``device``;
+    every random draw comes from a CPU generator, so a seed gives the same pool on any device up to rounding.
     """
     import torch
 
@@ -92,10 +93,9 @@ def train_shard(
     setup_torch(1)
     b = len(runs)
     family, width = runs[0]["family"], runs[0]["width"]
-    xtr = torch.as_tensor(data["x_train"])
-    ytr = torch.as_tensor(data["y_train"])
-    xid, yid = torch.as_tensor(data["x_id"]), torch.as_tensor(data["y_id"])
-    xood, yood = torch.as_tensor(data["x_ood"]), torch.as_tensor(data["y_ood"])
+    xtr, ytr, xid, yid, xood, yood = (
+        torch.as_tensor(data[key], device=device) for key in ("x_train", "y_train", "x_id", "y_id", "x_ood", "y_ood")
+    )
     n, d = xtr.shape
     n_core, k = int(data["n_core"]), int(data["n_classes"])
     gen = torch.Generator().manual_seed(int(runs[0]["seed"]))
@@ -103,14 +103,15 @@ def train_shard(
     params = []
     for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
         bound = 1.0 / math.sqrt(fan_in)
-        params.append((torch.rand(b, fan_in, fan_out, generator=gen) * 2 - 1).mul_(bound).requires_grad_(True))
-        params.append(torch.zeros(b, 1, fan_out, requires_grad=True))
+        w = (torch.rand(b, fan_in, fan_out, generator=gen) * 2 - 1).mul_(bound)
+        params.append(w.to(device).requires_grad_(True))
+        params.append(torch.zeros(b, 1, fan_out, device=device, requires_grad=True))
     opt = torch.optim.Adam(params, lr=pc.lr)
-    l2 = torch.tensor([r["l2"] for r in runs])
-    q = torch.tensor([r["q"] for r in runs])[:, None]
-    sub = torch.stack([torch.randperm(n, generator=gen) for _ in range(b)])  # (b, n); model i uses sub[i, :n_i]
-    n_sub = torch.tensor([max(k, round(r["frac"] * n)) for r in runs])[:, None]
-    onehot = torch.eye(k) * float(data["spurious_scale"])
+    l2 = torch.tensor([r["l2"] for r in runs], device=device)
+    q = torch.tensor([r["q"] for r in runs], device=device)[:, None]
+    sub = torch.stack([torch.randperm(n, generator=gen) for _ in range(b)]).to(device)  # model i: sub[i, :n_i]
+    n_sub = torch.tensor([max(k, round(r["frac"] * n)) for r in runs], device=device)[:, None]
+    onehot = torch.eye(k, device=device) * float(data["spurious_scale"])
 
     def forward(x: torch.Tensor) -> torch.Tensor:  # x (b, m, d) -> logits (b, m, k)
         h = x
@@ -124,16 +125,16 @@ def train_shard(
         with torch.no_grad():
             acc_id = (forward(xid.expand(b, -1, -1)).argmax(-1) == yid).float().mean(1)
             cor = forward(xood.expand(b, -1, -1)).argmax(-1) == yood
-        return cor.numpy(), acc_id.numpy()
+        return cor.cpu().numpy(), acc_id.cpu().numpy()
 
     cors, accs = [], []
     last = max(pc.checkpoints)
     for step in range(1, last + 1):
-        pos = (torch.rand(b, pc.batch, generator=gen) * n_sub).long()
+        pos = (torch.rand(b, pc.batch, generator=gen).to(device) * n_sub).long()
         idx = sub.gather(1, pos)  # (b, batch)
         xb = xtr[idx].clone()
-        swap = torch.rand(b, pc.batch, generator=gen) < q
-        rand_col = onehot[torch.randint(0, k, (b, pc.batch), generator=gen)]
+        swap = torch.rand(b, pc.batch, generator=gen).to(device) < q
+        rand_col = onehot[torch.randint(0, k, (b, pc.batch), generator=gen).to(device)]
         xb[..., n_core:] = torch.where(swap[..., None], rand_col, xb[..., n_core:])
         logits = forward(xb)
         ce = torch.nn.functional.cross_entropy(logits.reshape(-1, k), ytr[idx].reshape(-1), reduction="none")
@@ -149,12 +150,12 @@ def train_shard(
     return [r["run"] for r in runs], np.stack(cors, 1), np.stack(accs, 1)
 
 
-def _train_shard_job(job: tuple[list[dict[str, Any]], dict[str, np.ndarray], PoolConfig]) -> Any:
+def _train_shard_job(job: tuple[list[dict[str, Any]], dict[str, np.ndarray], PoolConfig, str]) -> Any:
     return train_shard(*job)
 
 
 def build_pool(
-    pc: PoolConfig, map_jobs: Any = None, cache_dir: Path | None = None, log: Any = None
+    pc: PoolConfig, map_jobs: Any = None, cache_dir: Path | None = None, log: Any = None, device: str = "cpu"
 ) -> dict[str, np.ndarray]:
     """Train (or load from cache) the model pool. Returns arrays: correct (M, N) bool, id_acc (M,), run (M,) group
     ids, step (M,), q (M,) colour-randomisation rate, group_ood (N,) and the run table as JSON."""
@@ -177,7 +178,7 @@ def build_pool(
     }
     runs = draw_runs(pc)
     shards = _shards(runs)
-    jobs = [(shard, data, pc) for shard in shards]
+    jobs = [(shard, data, pc, device) for shard in shards]
     results = map_jobs(_train_shard_job, jobs) if map_jobs else [_train_shard_job(j) for j in jobs]
     ids = np.concatenate([np.asarray(r[0]) for r in results])
     cor = np.concatenate([r[1] for r in results])  # (runs, C, N)
@@ -297,6 +298,7 @@ class OODSelectStudy(Study):
         "A pool of small digit classifiers shows accuracy-on-the-line on a full OOD set, yet OODSelect finds "
         "subsets (enriched in a planted reversed-spurious subgroup) where held-out models fall on the inverse line."
     )
+    accelerated = True  # the model pool trains on ctx.device; the subset search is small and runs on the CPU
 
     @dataclass
     class Config:
@@ -384,7 +386,7 @@ class OODSelectStudy(Study):
                             seed=ctx.seed_for("pool", ps))
             pool = build_pool(
                 pc, map_jobs=lambda fn, jobs: ctx.map(fn, jobs, processes=cfg.workers, desc="model pool"),
-                cache_dir=cache, log=ctx.log,
+                cache_dir=cache, log=ctx.log, device=ctx.device,
             )
             cor, acc, grp = pool["correct"].astype(np.float64), pool["id_acc"], pool["group_ood"]
             rev = grp == REVERSED
