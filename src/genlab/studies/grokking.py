@@ -152,7 +152,7 @@ def train(
     n = x_tr.shape[0]
     bs = n if regime.batch_size <= 0 else min(regime.batch_size, n)
     series: dict[str, list[float]] = {k: [] for k in SERIES_KEYS}
-    order = torch.randperm(n, generator=gen)
+    order = torch.randperm(n, generator=gen).to(x_tr.device)  # shuffles draw on the CPU generator
     pos = 0
     for step in range(regime.steps + 1):
         if step % regime.log_every == 0 or step == regime.steps:
@@ -170,7 +170,7 @@ def train(
             xb, yb = x_tr, y_tr
         else:
             if pos + bs > n:
-                order, pos = torch.randperm(n, generator=gen), 0
+                order, pos = torch.randperm(n, generator=gen).to(x_tr.device), 0
             idx = order[pos : pos + bs]
             pos += bs
             xb, yb = x_tr[idx], y_tr[idx]
@@ -373,8 +373,8 @@ def check_digits_suppress(m: dict, cfg) -> Any:
 # -- jobs (top level, so a process pool can run them) ---------------------------------------------------------
 
 
-def _run_job(job: tuple[dict, tuple]) -> tuple[dict, dict]:
-    cfg_d, (task, op, arm, _i, (data_seed, init_seed, batch_seed)) = job
+def _run_job(job: tuple[dict, tuple, str]) -> tuple[dict, dict]:
+    cfg_d, (task, op, arm, _i, (data_seed, init_seed, batch_seed)), device = job
     cfg = Grokking.Config(**cfg_d)
     setup_torch(cfg.threads)
     gen = torch.Generator().manual_seed(batch_seed)
@@ -403,13 +403,14 @@ def _run_job(job: tuple[dict, tuple]) -> tuple[dict, dict]:
             temperature=cfg.ascent_temperature,
             weight_cap=cfg.ascent_cap,
         )
-        series = train(model, (x[tr], y[tr], x[te], y[te]), cfg.p, regime, gen)
+        data = tuple(a.to(device) for a in (x[tr], y[tr], x[te], y[te]))
+        series = train(model.to(device), data, cfg.p, regime, gen)
         summ = summarise(series, cfg.onset_threshold, cfg.gen_threshold, cfg.window)
         on = [a for st, a in zip(series["step"], series["test_acc"]) if st < cfg.ascent_off]
         summ["max_test_acc_reg_on"] = max(on) if arm == "ascent" else None
         return series, summ
     split = digits_split(test_fraction=1 - cfg.digits_train / 1797, seed=data_seed)
-    data = tuple(torch.from_numpy(a) for a in (split.x_train, split.y_train, split.x_test, split.y_test))
+    data = tuple(torch.from_numpy(a).to(device) for a in (split.x_train, split.y_train, split.x_test, split.y_test))
     torch.manual_seed(init_seed)
     model = MLP(64, (cfg.digits_hidden, cfg.digits_hidden), 10)
     per_epoch = math.ceil(len(split.y_train) / cfg.digits_batch)
@@ -426,7 +427,7 @@ def _run_job(job: tuple[dict, tuple]) -> tuple[dict, dict]:
         temperature=cfg.ascent_temperature,
         weight_cap=cfg.ascent_cap,
     )
-    series = train(model, data, 10, regime, gen)
+    series = train(model.to(device), data, 10, regime, gen)
     series["epoch"] = [st / per_epoch for st in series["step"]]
     summ = {
         "acc_at_off": value_at(series["step"], series["test_acc"], off),
@@ -454,6 +455,7 @@ class Grokking(Study):
         "In grokking, relative flatness of the last layer drops around the onset of generalisation while neural "
         "collapse progresses earlier; pushing away from flatness delays generalisation, suppressing collapse does not."
     )
+    accelerated = True  # models and data go to ctx.device; batch shuffles draw on CPU generators
 
     @dataclass
     class Config:
@@ -606,7 +608,8 @@ class Grokking(Study):
                         seeds = tuple(ctx.seed_for(kind, i) for kind in ("digits", "digits-init", "digits-b"))
                         specs.append(("digits", "digits", arm, i, seeds))
         cfg_dict = dataclasses.asdict(cfg)
-        results = ctx.map(_run_job, [(cfg_dict, spec) for spec in specs], processes=cfg.workers, desc="grokking")
+        jobs = [(cfg_dict, spec, ctx.device) for spec in specs]
+        results = ctx.map(_run_job, jobs, processes=cfg.workers, desc="grokking")
         for (task, op, arm, i, _), (series, summ) in zip(specs, results):
             if task == "modular":
                 metrics["series"][f"modular/{op}/{arm}/{i}"] = series
