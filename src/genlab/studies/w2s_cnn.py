@@ -31,8 +31,9 @@ class _TorchPredictor:
     def __call__(self, data: PatchData) -> np.ndarray:
         import torch
 
+        dev = next(self.model.parameters()).device
         with torch.no_grad():
-            return self.model(torch.from_numpy(data.x)).numpy()
+            return self.model(torch.from_numpy(data.x).to(dev)).cpu().numpy()
 
     def at(self, snapshot: dict) -> _TorchPredictor:
         self.model.load_state_dict(snapshot)
@@ -60,6 +61,7 @@ def w2s_cnn_run(
     snapshot_every: int,
     linear_student: bool = False,
     val: PatchData | None = None,
+    device: str = "cpu",
 ) -> dict[str, Any]:
     """One weak-to-strong run; returns final and per-snapshot metrics of teacher and student.
 
@@ -77,15 +79,15 @@ def w2s_cnn_run(
         return data, data.y
 
     def fit_teacher(data: PatchData, y: np.ndarray) -> _TorchPredictor:
-        model = LinearCNN(pm.d)
-        train_gd(model, torch.from_numpy(data.x), torch.from_numpy(y), teacher_lr, teacher_steps)
+        model = LinearCNN(pm.d).to(device)
+        train_gd(model, torch.from_numpy(data.x).to(device), torch.from_numpy(y).to(device), teacher_lr, teacher_steps)
         return _TorchPredictor(model)
 
     def fit_student(data: PatchData, pseudo: np.ndarray) -> _TorchPredictor:
         gen = torch.Generator().manual_seed(torch_seed)
-        model = LinearCNN(pm.d) if linear_student else ReLUCNN(pm.d, filters, sigma0, gen)
-        hist = train_gd(model, torch.from_numpy(data.x), torch.from_numpy(pseudo.astype(np.int64)), lr, steps,
-                        snapshot_every=snapshot_every)
+        model = (LinearCNN(pm.d) if linear_student else ReLUCNN(pm.d, filters, sigma0, gen)).to(device)
+        x, y = torch.from_numpy(data.x).to(device), torch.from_numpy(pseudo.astype(np.int64)).to(device)
+        hist = train_gd(model, x, y, lr, steps, snapshot_every=snapshot_every)
         return _TorchPredictor(model, hist)
 
     out = weak_to_strong(sample, fit_teacher, fit_student, _error, n_teacher, n_student, 0, rng,
@@ -219,6 +221,7 @@ class W2SCNN(Study):
         "A two-layer ReLU CNN trained on a linear CNN's labels learns the hard signal the teacher cannot see: early "
         "label correction then degradation with abundant data; benign vs harmful overfitting with scarce data."
     )
+    accelerated = True  # teacher and student CNNs and their data go to ctx.device
 
     @dataclass
     class Config:
@@ -341,7 +344,7 @@ class W2SCNN(Study):
             return PatchModel(d, cfg.mu_norm, nu, cfg.sigma_p, cfg.p_easy, cfg.p_hard, cfg.p_both)
 
         common = {"filters": cfg.filters, "sigma0": cfg.sigma0, "teacher_lr": cfg.teacher_lr,
-                  "teacher_steps": cfg.teacher_steps}
+                  "teacher_steps": cfg.teacher_steps, "device": ctx.device}
 
         # --- data-abundant regime -----------------------------------------------------------------
         pm = model(cfg.d_abundant, cfg.nu_abundant)
