@@ -100,7 +100,7 @@ def test_selection_never_sees_the_target(monkeypatch):
     assert not set(data.domain[np.concatenate([tr, va])].tolist()) & {DOMAINS.index("edge")}
     assert not set(tr.tolist()) & set(va.tolist())
     cfg = replace(MSUDG.config("smoke"), betas=(1.0, 30.0))
-    clean = run_job((cfg, "edge", 7, "nce_rec"))
+    clean = run_job((cfg, "edge", 7, "nce_rec", "cpu"))
     import genlab.data.udg_domains as dom
 
     real = dom.make_domains
@@ -112,7 +112,7 @@ def test_selection_never_sees_the_target(monkeypatch):
         return dom.DomainData(x.astype(np.float32), d.y, d.domain)
 
     monkeypatch.setattr(dom, "make_domains", wrecked)
-    bad = run_job((cfg, "edge", 7, "nce_rec"))
+    bad = run_job((cfg, "edge", 7, "nce_rec", "cpu"))
     assert clean["selection_domains"] == ["inverted", "original", "tinted"]
     assert clean["result"]["chosen"] == bad["result"]["chosen"]
     assert clean["result"]["source"] == bad["result"]["source"]

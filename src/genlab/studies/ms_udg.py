@@ -41,8 +41,8 @@ def info_nce(z1, z2, tau: float):
     z = torch.cat([z1, z2])
     n = len(z1)
     sim = z @ z.T / tau
-    sim = sim.masked_fill(torch.eye(2 * n, dtype=torch.bool), float("-inf"))
-    target = torch.cat([torch.arange(n, 2 * n), torch.arange(n)])
+    sim = sim.masked_fill(torch.eye(2 * n, dtype=torch.bool, device=z.device), float("-inf"))
+    target = torch.cat([torch.arange(n, 2 * n, device=z.device), torch.arange(n, device=z.device)])
     return torch.nn.functional.cross_entropy(sim, target)
 
 
@@ -67,8 +67,10 @@ def _losses(net, x, gen, cfg, arm: str, alpha: float, beta: float):
 
     from genlab.data.udg_domains import augment
 
+    dev = _device(net)  # views are drawn on the CPU (like a data loader), the network runs on its device
     x1, p1 = augment(x, gen, cfg.aug_strength)
     x2, p2 = augment(x, gen, cfg.aug_strength)
+    x1, x2, p1, p2 = (t.to(dev) for t in (x1, x2, p1, p2))
     h = net.encode(torch.cat([x1, x2]))
     s, v = net.heads(h)
     n = len(x)
@@ -87,8 +89,14 @@ def _losses(net, x, gen, cfg, arm: str, alpha: float, beta: float):
     return loss
 
 
-def train(arm: str, x: np.ndarray, y: np.ndarray | None, cfg: Any, seed: int, alpha: float = 0.0, beta: float = 0.0):
-    """Train one arm on unlabelled source images ``x`` (ERM uses the labels ``y``); returns the network."""
+def _device(net):
+    return next(net.parameters()).device
+
+
+def train(arm: str, x: np.ndarray, y: np.ndarray | None, cfg: Any, seed: int, alpha: float = 0.0, beta: float = 0.0,
+          device: str = "cpu"):
+    """Train one arm on unlabelled source images ``x`` (ERM uses the labels ``y``) on ``device``; returns the
+    network. Minibatches and augmentations are drawn on the CPU generator."""
     import torch
 
     from genlab.data.udg_domains import AUG_PARAMS, augment
@@ -96,7 +104,7 @@ def train(arm: str, x: np.ndarray, y: np.ndarray | None, cfg: Any, seed: int, al
 
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
-    net = UDGNet(cfg.size, cfg.width, cfg.hidden, cfg.ds, cfg.dv, AUG_PARAMS)
+    net = UDGNet(cfg.size, cfg.width, cfg.hidden, cfg.ds, cfg.dv, AUG_PARAMS).to(device)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr)
     xt = torch.as_tensor(x)
     yt = None if y is None else torch.as_tensor(y)
@@ -105,7 +113,7 @@ def train(arm: str, x: np.ndarray, y: np.ndarray | None, cfg: Any, seed: int, al
         idx = torch.randint(0, n, (min(cfg.batch, n),), generator=gen)
         if arm == "erm":
             xa, _ = augment(xt[idx], gen, cfg.aug_strength)
-            loss = torch.nn.functional.cross_entropy(net.classify(net.encode(xa)), yt[idx])
+            loss = torch.nn.functional.cross_entropy(net.classify(net.encode(xa.to(device))), yt[idx].to(device))
         else:
             loss = _losses(net, xt[idx], gen, cfg, arm, alpha, beta)
         opt.zero_grad()
@@ -120,15 +128,16 @@ def features(net, x: np.ndarray, arm: str) -> np.ndarray:
     import torch
 
     with torch.no_grad():
-        s, v = net.heads(net.encode(torch.as_tensor(x)))
-        return (torch.cat([s, v], 1) if arm == "ae" else s).numpy()
+        s, v = net.heads(net.encode(torch.as_tensor(x, device=_device(net))))
+        return (torch.cat([s, v], 1) if arm == "ae" else s).cpu().numpy()
 
 
 def erm_accuracy(net, x: np.ndarray, y: np.ndarray) -> float:
     import torch
 
     with torch.no_grad():
-        return float((net.classify(net.encode(torch.as_tensor(x))).argmax(1).numpy() == y).mean())
+        pred = net.classify(net.encode(torch.as_tensor(x, device=_device(net)))).argmax(1).cpu().numpy()
+        return float((pred == y).mean())
 
 
 # -- probing ----------------------------------------------------------------------------------------------------
@@ -191,7 +200,7 @@ def grid(arm: str, cfg: Any) -> list[tuple[float, float]]:
     return [(0.0, 0.0)]
 
 
-def select(arm: str, x_tr, y_tr, x_va, y_va, cfg: Any, seed: int) -> tuple[Any, dict[str, Any]]:
+def select(arm: str, x_tr, y_tr, x_va, y_va, cfg: Any, seed: int, device: str = "cpu") -> tuple[Any, dict[str, Any]]:
     """Train every (α, β) candidate of ``arm`` on source-train images; keep the best source-validation probe.
 
     Only source arrays come in: the target domain cannot influence the choice. Labels of source-train are used
@@ -199,7 +208,7 @@ def select(arm: str, x_tr, y_tr, x_va, y_va, cfg: Any, seed: int) -> tuple[Any, 
     """
     best = None
     for alpha, beta in grid(arm, cfg):
-        net = train(arm, x_tr, y_tr if arm == "erm" else None, cfg, seed, alpha, beta)
+        net = train(arm, x_tr, y_tr if arm == "erm" else None, cfg, seed, alpha, beta, device)
         if arm == "erm":
             score = erm_accuracy(net, x_va, y_va)
         else:
@@ -218,14 +227,14 @@ def run_job(job: tuple) -> dict[str, Any]:
 
     from genlab.data.udg_domains import DOMAINS, make_domains
 
-    cfg, target, seed, arm = job
+    cfg, target, seed, arm, device = job
     torch.set_num_threads(1)
     data = make_domains(cfg.size, seed=cfg.data_seed)
     sources = tuple(d for d in DOMAINS if d != target)
     tr, va = source_split(data, sources, cfg.val_frac, seed)
     te = data.of([target])
     x_tr, y_tr, x_va, y_va = data.x[tr], data.y[tr], data.x[va], data.y[va]
-    net, chosen = select(arm, x_tr, y_tr, x_va, y_va, cfg, seed)
+    net, chosen = select(arm, x_tr, y_tr, x_va, y_va, cfg, seed, device)
     if arm == "erm":
         out = {"source": erm_accuracy(net, x_va, y_va), "target": erm_accuracy(net, data.x[te], data.y[te])}
     else:
@@ -233,7 +242,7 @@ def run_job(job: tuple) -> dict[str, Any]:
         evals = {"source": (features(net, x_va, arm), y_va), "target": (features(net, data.x[te], arm), data.y[te])}
         out = probe(f_tr, y_tr, evals, tuple(cfg.fracs), cfg.probe_draws, cfg.probe_c, seed + 1)
         with torch.no_grad():
-            _, v = net.heads(net.encode(torch.as_tensor(x_tr)))
+            _, v = net.heads(net.encode(torch.as_tensor(x_tr, device=device)))
         out["v_std"] = float(v.std(0).mean())
     return {"target": target, "seed": seed, "arm": arm, "sizes": [len(tr), len(va), len(te)],
             "selection_domains": sorted({DOMAINS[d] for d in data.domain[np.concatenate([tr, va])]}),
@@ -336,6 +345,7 @@ class MSUDG(Study):
         "InfoNCE plus a semantic/variation disentanglement loss and a reconstruction branch vs contrastive-only, "
         "linear-probed with 1-10% labels on an unseen digit domain (edge maps) the augmentations do not cover."
     )
+    accelerated = True  # networks and batches on ctx.device; augmented views are drawn on the CPU
 
     @dataclass
     class Config:
@@ -444,7 +454,10 @@ class MSUDG(Study):
 
     def run(self, cfg: Config, ctx: RunContext) -> dict:
         jobs = [
-            (cfg, t, ctx.seed_for("seed", t, s), arm) for t in cfg.targets for s in range(cfg.seeds) for arm in ARMS
+            (cfg, t, ctx.seed_for("seed", t, s), arm, ctx.device)
+            for t in cfg.targets
+            for s in range(cfg.seeds)
+            for arm in ARMS
         ]
         with ctx.timer("jobs"):
             results = ctx.map(run_job, jobs, processes=cfg.workers, desc="seeds x targets")
