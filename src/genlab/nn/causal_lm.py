@@ -52,14 +52,17 @@ class TinyLM(nn.Module):
         """Continue each prompt (n, t0, all the same length) by up to ``max_new`` tokens; after ``eos`` a row is
         padded with ``pad``. ``temperature=0`` is greedy. Returns the new tokens (n, max_new)."""
         seq = prompts
-        done = torch.zeros(len(prompts), dtype=torch.bool)
+        done = torch.zeros(len(prompts), dtype=torch.bool, device=prompts.device)
         out = []
         for _ in range(max_new):
             logits = self(seq[:, -self.max_len :])[:, -1]
             if temperature == 0:
                 nxt = logits.argmax(-1)
             else:
-                nxt = torch.multinomial(F.softmax(logits / temperature, -1), 1, generator=generator).squeeze(1)
+                # drawn on the generator's (CPU) device: a seed gives the same samples with the model anywhere
+                probs = F.softmax(logits / temperature, -1)
+                gen_dev = generator.device if generator is not None else probs.device
+                nxt = torch.multinomial(probs.to(gen_dev), 1, generator=generator).squeeze(1).to(probs.device)
             nxt = torch.where(done, torch.full_like(nxt, pad), nxt)
             out.append(nxt)
             done |= nxt == eos
@@ -68,7 +71,8 @@ class TinyLM(nn.Module):
                 break
         new = torch.stack(out, 1)
         if new.shape[1] < max_new:
-            new = torch.cat([new, torch.full((len(new), max_new - new.shape[1]), pad, dtype=new.dtype)], 1)
+            fill = torch.full((len(new), max_new - new.shape[1]), pad, dtype=new.dtype, device=new.device)
+            new = torch.cat([new, fill], 1)
         return new
 
     def token_logprobs(self, prompts: torch.Tensor, completions: torch.Tensor) -> torch.Tensor:

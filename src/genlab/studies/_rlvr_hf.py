@@ -27,7 +27,7 @@ from genlab.harness import RunContext
 def run_hf(cfg: Any, ctx: RunContext) -> dict[str, Any]:
     from genlab.nn.hf_policy import HFPolicy
 
-    device = pick_device(ctx.device)
+    device = ctx.device  # as asked with --device (the harness checks that it exists)
     base = HFPolicy.load(cfg.model_path, device=device, dtype=cfg.hf_dtype)
     ctx.log(f"model {cfg.model_path} on {device} ({cfg.hf_dtype})")
     acc: dict[str, dict[str, list[float]]] = {a: {"id": [], "ood": []} for a in ("base", "sft", "grpo")}
@@ -58,15 +58,6 @@ def run_hf(cfg: Any, ctx: RunContext) -> dict[str, Any]:
         "sft_accepted": accepted,
         "eval_prompts": {split: len(items) for split, items in tests.items()},
     }
-
-
-def pick_device(requested: str) -> str:
-    """``--device cuda[:N]`` as asked; otherwise the GPU when there is one, else the CPU."""
-    import torch
-
-    if requested.startswith("cuda"):
-        return requested
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def prompt_sets(cfg: Any, ctx: RunContext, seed: int) -> tuple[list[dict[str, Any]], dict[str, list]]:

@@ -180,6 +180,7 @@ class IFBenchRLVR(Study):
     name = "ifbench-rlvr"
     paper = Paper("Generalizing Verifiable Instruction Following", "arXiv:2507.02833", "Pyatkin et al.")
     summary = "GRPO with the IFBench reward vs SFT on a tiny LM: in-domain and unseen (constraint, argument) pairs."
+    accelerated = True  # the tiny LM (or the model_path model) and its batches go to ctx.device
 
     @dataclass
     class Config:
@@ -304,7 +305,7 @@ class IFBenchRLVR(Study):
         torch.manual_seed(ctx.seed_for("model", seed))
         gen = ctx.torch_generator("sample", seed)
         plen = 2 + 2 * cfg.max_constraints
-        model = TinyLM(VOCAB, cfg.d_model, 4, cfg.n_layers, max_len=plen + cfg.max_new)
+        model = TinyLM(VOCAB, cfg.d_model, 4, cfg.n_layers, max_len=plen + cfg.max_new).to(ctx.device)
         corpus = lambda c: random_response(rng, cfg.max_new, c, cfg.copy_prob)  # noqa: E731
         self._train_ce(model, cfg, rng, cfg.pretrain_steps, cfg.lr, corpus, "any")
         base = copy.deepcopy(model)
@@ -340,7 +341,7 @@ class IFBenchRLVR(Study):
             for i, cons in enumerate(prompts):
                 toks = encode_prompt(cons, cfg.max_constraints) + response_fn(cons)
                 seqs[i, : len(toks)] = toks
-            x = torch.as_tensor(seqs)
+            x = torch.as_tensor(seqs, device=next(model.parameters()).device)
             logits = model(x[:, :-1])
             target = x[:, 1:].clone()
             plen = 2 + 2 * cfg.max_constraints
@@ -363,9 +364,8 @@ class IFBenchRLVR(Study):
         curve = []
         for step in range(cfg.finetune_steps):
             prompts = sample_prompts(rng, cfg.prompts_per_step, "id", cfg.max_constraints)
-            x = torch.as_tensor([encode_prompt(c, cfg.max_constraints) for c in prompts]).repeat_interleave(
-                cfg.group, 0
-            )
+            x = torch.as_tensor([encode_prompt(c, cfg.max_constraints) for c in prompts],
+                                device=next(model.parameters()).device).repeat_interleave(cfg.group, 0)
             comp = model.sample(x, cfg.max_new, EOS, PAD, temperature=1.0, generator=gen)
             texts = [detokenize(row) for row in comp.tolist()]
             truths = [ground_truth(c) for c in prompts for _ in range(cfg.group)]
@@ -417,7 +417,8 @@ def evaluate_model(model, prompts: list[list[tuple]], cfg) -> float:
     from genlab.ifbench.evaluator import evaluate
     from genlab.ifbench.registry import get
 
-    x = torch.as_tensor([encode_prompt(c, cfg.max_constraints) for c in prompts])
+    dev = next(model.parameters()).device
+    x = torch.as_tensor([encode_prompt(c, cfg.max_constraints) for c in prompts], device=dev)
     comp = model.sample(x, cfg.max_new, EOS, PAD, temperature=0)
     items, responses = [], {}
     for i, (cons, row) in enumerate(zip(prompts, comp.tolist())):
