@@ -319,6 +319,7 @@ class W2SRidge(Study):
             "teacher (by > {z_se} SE), and the gain falls below {refit_share} of itself if its hard head is re-fitted "
             "on teacher labels",
             _claim_multi_index,
+            kind="identity",  # the frozen head carries the hard component the teacher's labels lack: see the docs
         ),
     ]
 
