@@ -115,3 +115,26 @@ def test_stability_check_on_a_perfectly_stable_learner():
     assert res.agreement == 1.0 and res.loss_instability == 0.0
     assert res.covers()
     assert res.loss_full == pytest.approx(0.04, abs=0.01)
+
+
+def test_resampled_stability_term_sees_an_unstable_learner_without_test_labels():
+    """α̂₁ comes from refits on the training sample only: 0 for a learner that ignores its data, clearly positive
+    for 1-nearest-neighbour on noisy labels (whose hold-out errors move when k more points go)."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(600, 2))
+    y = ((x[:, 0] > 0) ^ (rng.random(600) < 0.3)).astype(int)
+
+    def fixed(xtr, ytr):
+        return lambda z: (z[:, 0] > 0).astype(int)
+
+    def nn1(xtr, ytr):
+        return lambda z: ytr[np.argmin(((z[:, None, :] - xtr[None]) ** 2).sum(-1), axis=1)]
+
+    xt = rng.normal(size=(2000, 2))
+    yt = (xt[:, 0] > 0).astype(int)
+    stable = E.stability_check(fixed, x, y, 100, xt, yt, np.random.default_rng(2), draws=4)
+    unstable = E.stability_check(nn1, x, y, 100, xt, yt, np.random.default_rng(2), draws=4)
+    assert stable.instability_resampled == 0.0
+    assert unstable.instability_resampled > 0.01
+    with pytest.raises(ValueError):
+        E.stability_check(fixed, x, y, 300, xt, yt, rng)  # 2k must leave training points

@@ -47,7 +47,8 @@ def test_ridge_fit_is_accurate_and_mlp_fit_is_deterministic():
 
 
 def test_tight_claim_helpers():
-    row = dict(agreement=0.99, loss_instability=0.01, alpha0=0.1, covers=True, width_allowed=0.2, test_acc=0.9)
+    row = dict(agreement=0.99, loss_instability=0.01, alpha1_resampled=0.012, alpha0=0.1, covers=True,
+               covers_without_alpha1=True, width_allowed=0.2, test_acc=0.9)
     bad = dict(row, agreement=0.4, loss_instability=0.02)
     dig = {"ridge": [row, row], "mlp_early": [row, row], "mlp_random_labels": [bad, bad]}
     assert stb._stability_claim(dig).held is True
