@@ -103,3 +103,31 @@ def test_rank_sparse_claims_are_decided_per_seed():
     ev = srs._largest(m, lambda q: q["schatten"][-1] < q["param_count"][-1], "param_count")
     assert ev.held is None and ev.numbers["seeds_held"] == "1/2"  # seeds disagree: inconclusive
     assert srs._growth(m).held is None
+
+
+def test_rank_projection_and_the_fidelity_claims():
+    torch.manual_seed(0)
+    model = srs._mlp(20, 32, 3, 4, 1.0)
+    twin = srs._rank_projected_copy(model, 3)
+    for lin in (m for m in twin.modules() if isinstance(m, torch.nn.Linear)):
+        assert int(torch.linalg.matrix_rank(lin.weight.double(), rtol=1e-5)) <= 3
+    assert srs._spearman([1, 2, 3, 4], [10, 20, 25, 40]) == 1.0
+
+    def row(kind, seed, width=64, bound=5.0, test=0.1, train=0.0, p=(1.5, 1.5, 1.5)):
+        return dict(kind=kind, data="digits", seed=seed, width=width, bound_schatten=bound, bound_param_count=bound,
+                    bound_spectral=bound, test_err=test, train_err=train, p_opt=list(p), eff_rank=20.0)
+
+    runs = []
+    for s in (0, 1):
+        runs += [row("trained", s, 32, 4.0, 0.08), row("trained", s, 64, 5.0, 0.1),
+                 row("projected", s, 64, 3.0, 0.11, p=(0.0, 0.0, 0.0)), row("random", s, 64, 12.0, 0.9, 0.3)]
+    m = {"runs": runs}
+    cfg = srs.RankSparseBounds.config("quick")
+    assert srs._claim_random_labels(m, cfg).held is True
+    assert srs._claim_ranks_gaps(m, cfg).held is True
+    assert srs._claim_projection(m, cfg).held is True
+    runs[2]["test_err"] = 0.2  # seed 0's projection costs 0.1 accuracy
+    assert srs._claim_projection(m, cfg).held is None  # mixed seeds
+    runs[6]["bound_schatten"] = 99.0  # seed 1's projection raises the bound
+    runs[6]["test_err"] = 0.2
+    assert srs._claim_projection(m, cfg).held is False

@@ -71,6 +71,28 @@ def _rescaled_copy(model, c: float):
     return twin
 
 
+def _rank_projected_copy(model, rank: int):
+    """Every weight matrix replaced by its best rank-``rank`` approximation (truncated SVD)."""
+    import copy
+
+    import torch
+    from torch import nn
+
+    twin = copy.deepcopy(model)
+    with torch.no_grad():
+        for lin in (m for m in twin.modules() if isinstance(m, nn.Linear)):
+            u, sv, vt = torch.linalg.svd(lin.weight, full_matrices=False)
+            k = min(rank, len(sv))
+            lin.weight.copy_((u[:, :k] * sv[:k]) @ vt[:k])
+    return twin
+
+
+def _spearman(a, b) -> float:
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a, b).statistic)
+
+
 @register
 class RankSparseBounds(Study):
     name = "rank-sparse-bounds"
@@ -97,6 +119,11 @@ class RankSparseBounds(Study):
         init_scale: float = 0.2  # small initialisation + weight decay: the low-rank ("rich") regime
         margin_slack: float = 0.01  # γ = the largest margin losing at most this fraction beyond the train errors
         seeds: int = 3
+        # added 2026-12-04 (fidelity review); thresholds fixed before the first run with them
+        random_labels: bool = True  # also train the largest width on permuted labels (per dataset and seed)
+        project_rank: int = 10  # rank-r truncation of every weight matrix of the largest-width nets
+        spearman_min: float = 0.5  # the bound must rank the models' generalisation gaps at least this well
+        projection_tol: float = 0.02  # the projection may cost at most this much test accuracy
 
         def validate(self) -> None:
             if self.depth < 2:
@@ -105,6 +132,8 @@ class RankSparseBounds(Study):
                 raise ValueError("widths must be >= 2")
             if set(self.datasets) - {"synthetic", "digits"}:
                 raise ValueError("datasets must be among synthetic, digits")
+            if self.project_rank < 1:
+                raise ValueError("project_rank must be >= 1")
 
     presets = {
         "smoke": {
@@ -142,12 +171,26 @@ class RankSparseBounds(Study):
                     model = _mlp(xtr.shape[1], width, cfg.depth, n_cls, cfg.init_scale).to(ctx.device)
                     _train(model, xtr, ytr, cfg, ctx.seed_for("order", ds, width, seed))
                     # the bounds are computed in float64 on the CPU
-                    out["runs"].append(self._measure(model.cpu(), xtr, ytr, xte, yte, ds, width, seed, cfg, out, ctx))
+                    model = model.cpu()
+                    out["runs"].append(self._measure(model, xtr, ytr, xte, yte, ds, width, seed, cfg, out, ctx))
+                    if width == max(cfg.widths):
+                        twin = _rank_projected_copy(model, cfg.project_rank)
+                        out["runs"].append(self._measure(twin, xtr, ytr, xte, yte, ds, width, seed, cfg, out, ctx,
+                                                         kind="projected"))
+                if cfg.random_labels:  # the same largest-width net and budget on permuted training labels
+                    width = max(cfg.widths)
+                    y_rand = ctx.rng("random-labels", ds, seed).permutation(ytr)
+                    torch.manual_seed(ctx.seed_for("init", ds, width, seed))
+                    model = _mlp(xtr.shape[1], width, cfg.depth, n_cls, cfg.init_scale).to(ctx.device)
+                    _train(model, xtr, y_rand, cfg, ctx.seed_for("order", ds, width, seed))
+                    out["runs"].append(self._measure(model.cpu(), xtr, y_rand, xte, yte, ds, width, seed, cfg, out,
+                                                     ctx, kind="random"))
         out["summary"] = _summary(out["runs"], cfg.datasets)
         out["by_seed"] = [_summary([r for r in out["runs"] if r["seed"] == s], cfg.datasets) for s in range(cfg.seeds)]
         return out
 
-    def _measure(self, model, xtr, ytr, xte, yte, ds, width, seed, cfg, out, ctx) -> dict[str, Any]:
+    def _measure(self, model, xtr, ytr, xte, yte, ds, width, seed, cfg, out, ctx, kind: str = "trained"
+                 ) -> dict[str, Any]:
         import torch
 
         model = model.double().eval()
@@ -163,18 +206,20 @@ class RankSparseBounds(Study):
         if gamma <= 0:
             gamma = float(np.quantile(margins[margins > 0], 0.01))
         res = nb.network_bounds(model, xtr_t, ytr, gamma=gamma)
-        # p -> 0: every layer's Thm 3.6 term at tiny p against rank * (w_out + w_in).
-        log_scale = np.log(float(xtr_t.norm(dim=1).max())) + sum(np.log(s.spectral) for s in res.layers)
-        log_scale -= np.log(res.gamma)
-        for st in res.layers:
-            t = float(np.exp(nb.schatten_term(st.sv, sum(st.shape), log_scale, 1e-9)[0]))
-            out["p0_max_rel_gap"] = max(out["p0_max_rel_gap"], abs(t / (st.rank * sum(st.shape)) - 1))
-        # Rescaling invariance (layer 1 x 4, layer 2 / 4): same function, same margins, same γ.
-        twin = nb.network_bounds(_rescaled_copy(model, 4.0), xtr_t, ytr, gamma=gamma)
-        change = max(abs(twin.bounds[k] / v - 1) for k, v in res.bounds.items())
-        out["rescale_max_rel_change"] = max(out["rescale_max_rel_change"], change)
+        if kind != "projected":  # the identity checks, on every trained net (true and random labels)
+            # p -> 0: every layer's Thm 3.6 term at tiny p against rank * (w_out + w_in).
+            log_scale = np.log(float(xtr_t.norm(dim=1).max())) + sum(np.log(s.spectral) for s in res.layers)
+            log_scale -= np.log(res.gamma)
+            for st in res.layers:
+                t = float(np.exp(nb.schatten_term(st.sv, sum(st.shape), log_scale, 1e-9)[0]))
+                out["p0_max_rel_gap"] = max(out["p0_max_rel_gap"], abs(t / (st.rank * sum(st.shape)) - 1))
+            # Rescaling invariance (layer 1 x 4, layer 2 / 4): same function, same margins, same γ.
+            twin = nb.network_bounds(_rescaled_copy(model, 4.0), xtr_t, ytr, gamma=gamma)
+            change = max(abs(twin.bounds[k] / v - 1) for k, v in res.bounds.items())
+            out["rescale_max_rel_change"] = max(out["rescale_max_rel_change"], change)
         hidden = res.layers[1:-1] or res.layers
         row = {
+            "kind": kind,
             "data": ds,
             "width": width,
             "seed": seed,
@@ -191,7 +236,7 @@ class RankSparseBounds(Study):
         }
         ctx.record(**row)
         ctx.log(
-            f"{ds} w={width}: train_err={train_err:.3f} test_err={test_err:.3f} eff_rank={row['eff_rank']:.1f} "
+            f"{ds} w={width} {kind}: train_err={train_err:.3f} test_err={test_err:.3f} eff_rank={row['eff_rank']:.1f} "
             f"schatten={res.bounds['schatten']:.3g} params={res.bounds['param_count']:.3g} "
             f"spectral={res.bounds['spectral']:.3g}"
         )
@@ -262,14 +307,32 @@ class RankSparseBounds(Study):
             lambda m, cfg: evidence(m["rescale_max_rel_change"] < 1e-8, max_rel_change=m["rescale_max_rel_change"]),
             kind="identity",
         ),
+        Claim(
+            "bound-rises-with-random-labels",
+            "the largest net trained on permuted labels has both the larger generalisation gap and the larger "
+            "Schatten bound than the same net on true labels, on every dataset",
+            lambda m, cfg: _claim_random_labels(m, cfg),
+        ),
+        Claim(
+            "bound-ranks-generalisation-gaps",
+            "across every trained net (widths x seeds, true and random labels) the Schatten bound's Spearman rank "
+            "correlation with the measured generalisation gap is >= {spearman_min} on every dataset",
+            lambda m, cfg: _claim_ranks_gaps(m, cfg),
+        ),
+        Claim(
+            "rank-projection-low-rank-regime",
+            "projecting the largest net's weights to rank {project_rank} costs <= {projection_tol} test accuracy, "
+            "moves its hidden layers' optimal p below 1 and lowers the Schatten bound, on every dataset",
+            lambda m, cfg: _claim_projection(m, cfg),
+        ),
     ]
 
 
 def _summary(runs: list[dict[str, Any]], datasets) -> dict[str, dict[str, list[float]]]:
-    """Means over the given runs (all seeds, or one) per dataset and width."""
+    """Means over the given trained (true-label, unprojected) runs (all seeds, or one) per dataset and width."""
     out: dict[str, dict[str, list[float]]] = {}
     for ds in datasets:
-        rows = [r for r in runs if r["data"] == ds]
+        rows = [r for r in runs if r["data"] == ds and r.get("kind", "trained") == "trained"]
         widths = sorted({r["width"] for r in rows})
         s: dict[str, list[float]] = {"width": [float(w) for w in widths]}
         for k in (*SHOWN, "schatten_p0", "schatten_p2"):
@@ -278,6 +341,87 @@ def _summary(runs: list[dict[str, Any]], datasets) -> dict[str, dict[str, list[f
             s[k] = [float(np.mean([r[k] for r in rows if r["width"] == w])) for w in widths]
         out[ds] = s
     return out
+
+
+def _rows(m, kind: str, ds: str, seed: int | None = None) -> list[dict[str, Any]]:
+    return [r for r in m["runs"] if r.get("kind", "trained") == kind and r["data"] == ds
+            and (seed is None or r["seed"] == seed)]
+
+
+def _at_largest(m, kind: str, ds: str, seed: int) -> dict[str, Any]:
+    rows = _rows(m, kind, ds, seed)
+    return max(rows, key=lambda r: r["width"])
+
+
+def _gap(r: dict[str, Any]) -> float:
+    return r["test_err"] - r["train_err"]
+
+
+def _seeds_and_data(m) -> tuple[list[int], list[str]]:
+    return sorted({r["seed"] for r in m["runs"]}), sorted({r["data"] for r in m["runs"]})
+
+
+def _claim_random_labels(m, cfg):
+    """Per seed, on every dataset: the random-label net (same width, budget) has the larger gap and the larger
+    Schatten bound than the true-label net at the largest width."""
+    seeds, data = _seeds_and_data(m)
+    if not any(_rows(m, "random", ds) for ds in data):
+        return evidence(None, note="random_labels is off")
+    held = []
+    for s in seeds:
+        pairs = [(_at_largest(m, "trained", ds, s), _at_largest(m, "random", ds, s)) for ds in data]
+        held.append(all(rnd["bound_schatten"] > tr["bound_schatten"] and _gap(rnd) > _gap(tr) for tr, rnd in pairs))
+    nums = {}
+    for ds in data:
+        tr, rnd = _rows(m, "trained", ds), _rows(m, "random", ds)
+        top = max(r["width"] for r in tr)
+        tr = [r for r in tr if r["width"] == top]
+        nums[f"{ds}_bound_true"] = float(np.mean([r["bound_schatten"] for r in tr]))
+        nums[f"{ds}_bound_random"] = float(np.mean([r["bound_schatten"] for r in rnd]))
+        nums[f"{ds}_gap_true"] = float(np.mean([_gap(r) for r in tr]))
+        nums[f"{ds}_gap_random"] = float(np.mean([_gap(r) for r in rnd]))
+    return by_seeds(held, **nums)
+
+
+def _claim_ranks_gaps(m, cfg):
+    """Spearman rank correlation, per dataset over every trained net (widths x seeds, true and random labels),
+    of the bound with the measured generalisation gap; parameter counting's for comparison."""
+    _, data = _seeds_and_data(m)
+    nums, ok = {}, []
+    for ds in data:
+        rows = _rows(m, "trained", ds) + _rows(m, "random", ds)
+        gaps = [_gap(r) for r in rows]
+        rho = _spearman([r["bound_schatten"] for r in rows], gaps)
+        nums[f"{ds}_rho_schatten"] = rho
+        nums[f"{ds}_rho_param_count"] = _spearman([r["bound_param_count"] for r in rows], gaps)
+        nums[f"{ds}_rho_spectral"] = _spearman([r["bound_spectral"] for r in rows], gaps)
+        nums[f"{ds}_models"] = len(rows)
+        ok.append(rho >= cfg.spearman_min)
+    return evidence(all(ok), **nums)
+
+
+def _claim_projection(m, cfg):
+    """Per seed, on every dataset: the rank-r projection of the largest net costs at most projection_tol test
+    accuracy, puts its hidden layers in the low-rank regime (optimal p < 1) and lowers the Schatten bound."""
+    seeds, data = _seeds_and_data(m)
+    held, nums = [], {}
+    for s in seeds:
+        checks = []
+        for ds in data:
+            tr, pr = _at_largest(m, "trained", ds, s), _at_largest(m, "projected", ds, s)
+            hidden_p = float(np.mean(pr["p_opt"][1:-1] or pr["p_opt"]))
+            checks.append(pr["test_err"] - tr["test_err"] <= cfg.projection_tol and hidden_p < 1
+                          and pr["bound_schatten"] < tr["bound_schatten"])
+        held.append(all(checks))
+    for ds in data:
+        tr, pr = [_at_largest(m, "trained", ds, s) for s in seeds], [_at_largest(m, "projected", ds, s) for s in seeds]
+        nums[f"{ds}_test_err_cost"] = float(np.mean([b["test_err"] - a["test_err"] for a, b in zip(tr, pr)]))
+        nums[f"{ds}_hidden_p_opt_trained"] = float(np.mean([np.mean(r["p_opt"][1:-1] or r["p_opt"]) for r in tr]))
+        nums[f"{ds}_hidden_p_opt_projected"] = float(np.mean([np.mean(r["p_opt"][1:-1] or r["p_opt"]) for r in pr]))
+        nums[f"{ds}_schatten_trained"] = float(np.mean([r["bound_schatten"] for r in tr]))
+        nums[f"{ds}_schatten_projected"] = float(np.mean([r["bound_schatten"] for r in pr]))
+        nums[f"{ds}_eff_rank_trained"] = float(np.mean([r["eff_rank"] for r in tr]))
+    return by_seeds(held, rank=cfg.project_rank, **nums)
 
 
 def _per_seed(m) -> list[dict[str, dict[str, list[float]]]]:
