@@ -77,3 +77,16 @@ def test_scarce_claims():
     assert _claim_scarce_monotone(_scarce([[0.5, 0.3, 0.1]], [[1, 2, 3]]), CFG).held is True
     assert _claim_scarce_monotone(_scarce([[0.1, 0.3, 0.1]], [[1, 2, 3]]), CFG).held is False
     assert _claim_scarce_monotone(_scarce([[0.3, 0.3, 0.3]], [[1, 2, 3]]), CFG).held is None
+
+
+def test_overtraining_towards_teacher_claim_reads_the_trajectory():
+    from genlab.studies.w2s_cnn import W2SCNN, _claim_towards_teacher
+
+    cfg = W2SCNN.config("quick")
+    run = {"test": [0.3, 0.02, 0.08], "val": [0.3, 0.03, 0.09], "teacher_test": 0.15,
+           "pseudo_acc": [0.5, 0.85, 0.97], "flipped_true": [0.5, 0.95, 0.2]}
+    m = {"abundant": {"runs": [run, dict(run)]}}
+    ev = _claim_towards_teacher(m, cfg)
+    assert ev.held is True and abs(ev.numbers["mean_flipped_true_fall"] - 0.75) < 1e-12
+    stays = dict(run, flipped_true=[0.5, 0.95, 0.93])  # keeps correcting the teacher: not memorising its flips
+    assert _claim_towards_teacher({"abundant": {"runs": [stays, stays]}}, cfg).held is False

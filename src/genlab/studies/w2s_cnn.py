@@ -158,6 +158,31 @@ def _claim_abundant(m: dict[str, Any], cfg) -> Any:
     return by_seeds([r[0] for r in res], **{f"mean_{k}": v for k, v in nums.items()})
 
 
+def _towards_teacher(run: dict[str, Any], cfg) -> tuple[bool, dict[str, float]]:
+    """From the validation-selected step to the last: the student fits more of the teacher's labels, predicts fewer
+    flipped points with their true label, and ends closer to the teacher's test error than it was."""
+    test = np.asarray(run["test"])
+    i = int(np.argmin(run.get("val", test)))
+    nums = {
+        "pseudo_acc_rise": run["pseudo_acc"][-1] - run["pseudo_acc"][i],
+        "flipped_true_fall": run["flipped_true"][i] - run["flipped_true"][-1],
+        "distance_to_teacher_best": abs(float(test[i]) - run["teacher_test"]),
+        "distance_to_teacher_final": abs(float(test[-1]) - run["teacher_test"]),
+    }
+    held = (
+        nums["pseudo_acc_rise"] > cfg.towards_teacher
+        and nums["flipped_true_fall"] > cfg.towards_teacher
+        and nums["distance_to_teacher_final"] < nums["distance_to_teacher_best"]
+    )
+    return bool(held), nums
+
+
+def _claim_towards_teacher(m: dict[str, Any], cfg) -> Any:
+    res = [_towards_teacher(r, cfg) for r in m["abundant"]["runs"]]
+    nums = {k: float(np.mean([r[1][k] for r in res])) for k in res[0][1]}
+    return by_seeds([r[0] for r in res], **{f"mean_{k}": v for k, v in nums.items()})
+
+
 def _claim_linear_control(m: dict[str, Any], cfg) -> Any:
     c = m["linear_control"]
     return evidence(min(c["hard"]) >= 0.5 - cfg.chance_band, min_hard_error=min(c["hard"]),
@@ -261,6 +286,7 @@ class W2SCNN(Study):
         pseudo_fit_tol: float = 0.05  # |pseudo-label accuracy − (1 − flip rate)|
         flipped_true_min: float = 0.9  # share of flipped points predicted with their true label
         overtrain_rise: float = 0.01  # test-error rise from the best step to the last
+        towards_teacher: float = 0.05  # 2026-12-04, fixed before the run: memorising the teacher's flips
         harmful_error: float = 0.35  # hard-only error of a harmful-overfitting cell (lower 2-SE bound)
         benign_error: float = 0.20  # hard-only error of a benign-overfitting cell (upper 2-SE bound)
         seeds_scarce: int = 4  # each scarce cell is bimodal over seeds (signal learned or not): average more
@@ -317,6 +343,12 @@ class W2SCNN(Study):
             "points with their true label, and degrades with overtraining (by > {overtrain_rise})",
             _claim_abundant,
         ),
+        Claim(
+            "overtraining-moves-to-teacher",
+            "data-abundant: from the validation-selected step to the end of training the student memorises the "
+            "teacher's mistakes: pseudo-label fit rises and true-label predictions on flipped points fall (each by > "
+            "{towards_teacher}), and its test error ends closer to the teacher's",
+            _claim_towards_teacher),
         Claim(
             "linear-student-control",
             "control: a linear student never beats the teacher on hard-only inputs (error >= 0.5 - {chance_band})",
