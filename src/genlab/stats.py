@@ -119,3 +119,13 @@ def holm_adjusted(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (p.size - rank) * p[i]))
         adjusted[i] = running
     return adjusted.tolist()
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (95 % for z = 1.96); (0, 1) when n = 0."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from genlab.data.patches import PatchModel
-from genlab.studies.w2s_cnn import W2SCNN, _abundant_held, _claim_scarce, _claim_scarce_monotone, w2s_cnn_run
+from genlab.studies.w2s_cnn import (
+    W2SCNN,
+    _abundant_held,
+    _claim_matched,
+    _claim_scarce,
+    _claim_scarce_monotone,
+    w2s_cnn_run,
+)
 
 CFG = W2SCNN.config("quick")
 
@@ -54,29 +59,45 @@ def test_abundant_claim_logic():
     assert not _abundant_held({**run, "flipped_true": [0.5, 0.7, 0.6]}, cfg)[0]  # no label correction
 
 
-def _scarce(hard, snr):
-    hard = np.asarray(hard, float)
+def _line(shares, snr=(0.4, 0.8, 1.6, 3.2), k=12, hard=None, se=None):
+    from genlab.stats import wilson_interval
+
+    shares = np.asarray(shares, float)
+    hard = np.asarray(hard if hard is not None else 0.5 - 0.4 * shares)
     return {
-        "scarce": {
-            "hard_mean": hard,
-            "hard_se": np.zeros_like(hard),
-            "snr": np.asarray(snr, float),
-            "r": np.full(hard.shape, 0.5),
-        }
+        "snr": list(snr), "r": [0.1] * len(snr), "benign_frac": shares,
+        "benign_ci": [wilson_interval(round(f * k), k) for f in shares],
+        "hard_mean": hard, "hard_se": np.asarray(se if se is not None else np.full(len(snr), 0.01)),
     }
 
 
+def test_wilson_interval():
+    from genlab.stats import wilson_interval
+
+    lo, hi = wilson_interval(6, 12)
+    # by hand: 0.5 + 1.96·√(1/48 + 1.96²/576) / (1 + 1.96²/12) = 0.7462
+    assert lo < 0.5 < hi and abs((lo + hi) / 2 - 0.5) < 1e-12 and abs(hi - 0.7462) < 1e-3
+    assert wilson_interval(0, 12)[0] == 0.0 and wilson_interval(12, 12)[1] == 1.0
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
 def test_scarce_claims():
-    snr = [[0.1, 0.2, 0.4], [0.4, 0.8, 1.6]]
-    ok = _claim_scarce(_scarce([[0.5, 0.45, 0.15], [0.3, 0.1, 0.05]], snr), CFG)
-    assert ok.held is True
-    mixed = _claim_scarce(_scarce([[0.5, 0.1, 0.15], [0.4, 0.1, 0.05]], snr), CFG)  # benign at 0.2 < harmful at 0.4
-    assert mixed.held is False
-    none = _claim_scarce(_scarce([[0.3, 0.3, 0.3], [0.3, 0.3, 0.3]], snr), CFG)
-    assert none.held is None and math.isnan(none.numbers["min_snr_benign"])
-    assert _claim_scarce_monotone(_scarce([[0.5, 0.3, 0.1]], [[1, 2, 3]]), CFG).held is True
-    assert _claim_scarce_monotone(_scarce([[0.1, 0.3, 0.1]], [[1, 2, 3]]), CFG).held is False
-    assert _claim_scarce_monotone(_scarce([[0.3, 0.3, 0.3]], [[1, 2, 3]]), CFG).held is None
+    rises = {"scarce": _line([1 / 12, 4 / 12, 8 / 12, 11 / 12])}
+    assert _claim_scarce(rises, CFG).held is True
+    falls = {"scarce": _line([11 / 12, 8 / 12, 4 / 12, 1 / 12])}
+    assert _claim_scarce(falls, CFG).held is False
+    flat = {"scarce": _line([0.5, 0.5, 0.5, 0.5])}
+    assert _claim_scarce(flat, CFG).held is None
+    assert _claim_scarce_monotone({"scarce": _line([0, 0, 0, 0], hard=[0.5, 0.4, 0.3, 0.1])}, CFG).held is True
+    assert _claim_scarce_monotone({"scarce": _line([0, 0, 0, 0], hard=[0.5, 0.1, 0.4, 0.1])}, CFG).held is False
+    assert _claim_scarce_monotone({"scarce": _line([0, 0, 0, 0], hard=[0.3, 0.3, 0.3, 0.3])}, CFG).held is None
+    line = _line([1 / 12, 4 / 12, 8 / 12, 11 / 12])
+    same = dict(_line([4 / 12, 11 / 12], snr=(0.8, 3.2)), d=2000)
+    assert _claim_matched({"scarce": dict(line, d=4000, matched=same)}, CFG).held is True
+    worse = dict(_line([0.0, 2 / 12], snr=(0.8, 3.2)), d=2000)
+    assert _claim_matched({"scarce": dict(line, d=4000, matched=worse)}, CFG).held is False
+    off = dict(_line([0.0], snr=(5.0,)), d=2000)
+    assert _claim_matched({"scarce": dict(line, d=4000, matched=off)}, CFG).held is None
 
 
 def test_overtraining_towards_teacher_claim_reads_the_trajectory():
