@@ -98,3 +98,15 @@ def test_multi_index_student_beats_teacher_and_refit_loses_the_hard_part():
     assert r["teacher"] - r["student"] > 0.6
     assert abs(r["student_refit_head"] - r["teacher"]) < 0.2
     assert r["student_true_labels"] <= r["student"] + 0.05
+
+
+def test_under_regularisation_claims_read_every_sweep():
+    from genlab.studies.w2s_ridge import W2SRidge, _claim_under_reg_robust
+
+    cfg = W2SRidge.config("quick")
+    good = {"lam_t_factor": [0.1, 1.0, 10.0], "de_best_gain": [-0.5, 0.0, 0.0], "de_teacher": [2.0, 1.0, 1.5],
+            "mc_best_gain": [-0.5, 0.0, 0.0], "mc_best_gain_se": [0.01, 0.001, 0.001]}
+    assert _claim_under_reg_robust({"sweep_underparam": good, "sweep_powerlaw": good}, cfg).held is True
+    flat = dict(good, mc_best_gain=[-0.01, 0.0, 0.0])  # the gain below λ_opt is within noise
+    assert _claim_under_reg_robust({"sweep_underparam": good, "sweep_powerlaw": flat}, cfg).held is False
+    assert _claim_under_reg_robust({"sweep": good}, cfg).held is None
