@@ -85,3 +85,18 @@ def test_the_valid_inputs_do_run(tmp_path, capsys):
 def test_bad_arguments_are_one_line_exit_2(capsys, args, message):
     code, err = _run(capsys, args)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_an_npz_archive_given_as_npy_is_one_clear_line(tmp_path, capsys):
+    """Found by the property test above: a file that starts like a zip archive is read by numpy as .npz."""
+    import numpy as np
+
+    files = _good_oodselect(tmp_path)
+    with open(tmp_path / "c.npy", "wb") as f:
+        np.savez(f, a=np.zeros(3))
+    files["--correct"] = tmp_path / "c.npy"
+    (tmp_path / "zip.npy").write_bytes(b"PK\x03\x04")
+    for bad in (tmp_path / "c.npy", tmp_path / "zip.npy"):
+        code, err = _run(capsys, _oodselect_args(dict(files, **{"--correct": bad}), tmp_path / "out"))
+        assert code == 2 and len(err.strip().splitlines()) == 1 and str(bad) in err, err
+    assert not (tmp_path / "out").exists()

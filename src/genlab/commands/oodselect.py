@@ -156,12 +156,17 @@ def load_correct(path: Path, models: list[str], labels: Path | None) -> tuple[An
 
 
 def _load_npy(path: Path) -> Any:
+    import zipfile
+
     import numpy as np
 
     try:
         arr = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:  # a file starting "PK" is read as .npz
         raise _fail(f"{path} is not a readable .npy array ({' '.join(str(exc).split())[:80]})") from None
+    if not isinstance(arr, np.ndarray):
+        arr.close()
+        raise _fail(f"{path} is an .npz archive, not a .npy array")
     kind = arr.dtype.kind
     if kind in "US":  # label strings
         return arr
