@@ -1,4 +1,6 @@
-"""A vectorised, language-conditioned pick-up grid world (numpy, Gymnasium-style API) and RL losses for a toy VLA.
+"""genlab's RL pieces: a vectorised, language-conditioned pick-up grid world (numpy, Gymnasium-style API) for a
+toy VLA, and the RL objectives every study shares — GAE, GRPO group advantages, the DPO loss, and token-level GRPO
+for language-model policies (:func:`completion_mask`, :func:`grpo_loss`, :func:`policy_gradient_step`).
 
 The observation follows MiniGrid's symbolic conventions: an ``(H, W, 3)`` integer image per environment whose
 channels are (object type, colour, agent-here flag) with MiniGrid's type ids (wall 2, floor 3, key 5, ball 6,
@@ -19,9 +21,14 @@ actions); this one steps a batch of 64 in one numpy call.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 WALL, FLOOR, KEY, BALL, BOX = 2, 3, 5, 6, 7
 OBJ_TYPES = (KEY, BALL, BOX)
@@ -231,3 +238,76 @@ def gae(rewards, values, active, gamma: float, lam: float):
         last = (delta + gamma * lam * nxt_a * last) * active[t]
         adv[t] = last
     return adv
+
+
+# -- token-level GRPO for language-model policies (ifbench-rlvr; any model with token_logprobs) ----------------
+
+
+def completion_mask(completions: torch.Tensor, eos: int | Sequence[int]) -> torch.Tensor:
+    """1 for completion tokens up to and including the first end token, 0 after it. ``eos`` is one token id or
+    several (a chat model may end a turn with an end-of-turn or an end-of-text token)."""
+    import torch
+
+    if isinstance(eos, int):
+        is_eos = (completions == eos).int()
+    else:
+        is_eos = torch.isin(completions, torch.as_tensor(list(eos), device=completions.device)).int()
+    after = (is_eos.cumsum(1) - is_eos) > 0
+    return (~after).float()
+
+
+def grpo_loss(
+    logprobs: torch.Tensor,
+    mask: torch.Tensor,
+    advantages: torch.Tensor,
+    ref_logprobs: torch.Tensor | None = None,
+    beta: float = 0.0,
+) -> torch.Tensor:
+    """On-policy GRPO objective (one update per batch, so the PPO ratio is 1): minus the advantage-weighted
+    mean token log-probability, plus ``beta`` times the k3 estimate of KL(policy || reference)."""
+    import torch
+
+    per_token = -advantages[:, None] * logprobs
+    if ref_logprobs is not None and beta > 0:
+        diff = ref_logprobs - logprobs
+        per_token = per_token + beta * (torch.exp(diff) - diff - 1)
+    return ((per_token * mask).sum(1) / mask.sum(1).clamp(min=1)).mean()
+
+
+def policy_gradient_step(
+    policy: Any,
+    optimizer: torch.optim.Optimizer,
+    prompts: Any,
+    completions: torch.Tensor,
+    weights: torch.Tensor,
+    *,
+    eos: int | Sequence[int],
+    ref: Any = None,
+    beta: float = 0.0,
+    micro_batch: int = 0,
+) -> None:
+    """One optimiser step on :func:`grpo_loss` for sampled ``completions`` of ``prompts`` with per-completion
+    ``weights``: GRPO's group advantages, or ones for supervised fine-tuning on the completions (the mean token
+    log-likelihood of each completion, averaged over completions).
+
+    ``policy`` and ``ref`` are any models with ``token_logprobs(prompts, completions)``; ``prompts`` is whatever
+    they take (a token tensor, an :class:`~genlab.nn.hf_policy.ChatBatch`) and must support ``prompts[a:b]``.
+    ``ref`` is used only when ``beta > 0``. With ``micro_batch > 0`` the batch goes through the model in slices
+    of that many rows and the gradients are accumulated: the update is the same, the memory smaller."""
+    import torch
+
+    n = len(completions)
+    size = micro_batch if 0 < micro_batch < n else n
+    mask = completion_mask(completions, eos)
+    weights = weights.to(completions.device)
+    optimizer.zero_grad()
+    for start in range(0, n, size):
+        rows = slice(start, start + size)
+        logp = policy.token_logprobs(prompts[rows], completions[rows])
+        ref_logp = None
+        if ref is not None and beta > 0:
+            with torch.no_grad():
+                ref_logp = ref.token_logprobs(prompts[rows], completions[rows])
+        loss = grpo_loss(logp, mask[rows], weights[rows], ref_logp, beta)
+        (loss if size == n else loss * (len(logp) / n)).backward()
+    optimizer.step()

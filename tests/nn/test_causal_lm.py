@@ -2,8 +2,8 @@ import copy
 
 import torch
 
-from genlab.nn.causal_lm import TinyLM, completion_mask, grpo_loss, policy_gradient_step
-from genlab.rl import group_advantages
+from genlab.nn.causal_lm import TinyLM
+from genlab.rl import completion_mask, group_advantages, grpo_loss, policy_gradient_step
 
 
 def test_group_advantages_are_normalised_within_groups():

@@ -79,8 +79,8 @@ def test_policy_log_probs_are_those_generation_samples_from(tiny_model):
     plain temperature-1 sampling, padding after the end token)."""
     import torch
 
-    from genlab.nn.causal_lm import completion_mask
     from genlab.nn.hf_policy import HFPolicy
+    from genlab.rl import completion_mask
 
     policy = HFPolicy.load(str(tiny_model))
     chats = [[{"role": "user", "content": "hello world the river poem"}], [{"role": "user", "content": "cat"}]] * 3

@@ -1,13 +1,8 @@
-"""A tiny decoder-only language model (the pre-LN blocks of :mod:`genlab.nn.transformer`) with sampling,
-sequence log-probabilities and the GRPO policy-gradient loss, for mechanism studies on CPU. The GRPO pieces
-(:func:`completion_mask`, :func:`grpo_loss`, :func:`policy_gradient_step`; the group advantages are
-:func:`genlab.rl.group_advantages`) work with any
-policy that has ``token_logprobs(prompts, completions)``, e.g. :class:`genlab.nn.hf_policy.HFPolicy`."""
+"""A tiny decoder-only language model (the pre-LN blocks of :mod:`genlab.nn.transformer`) with sampling and
+sequence log-probabilities, for mechanism studies on CPU. Its GRPO training step lives with the other RL
+objectives in :mod:`genlab.rl` (:func:`~genlab.rl.policy_gradient_step`)."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -80,67 +75,3 @@ class TinyLM(nn.Module):
         seq = torch.cat([prompts, completions], 1)
         logits = self(seq[:, :-1])[:, prompts.shape[1] - 1 :]
         return torch.gather(F.log_softmax(logits, -1), 2, completions[:, :, None]).squeeze(2)
-
-
-def completion_mask(completions: torch.Tensor, eos: int | Sequence[int]) -> torch.Tensor:
-    """1 for completion tokens up to and including the first end token, 0 after it. ``eos`` is one token id or
-    several (a chat model may end a turn with an end-of-turn or an end-of-text token)."""
-    if isinstance(eos, int):
-        is_eos = (completions == eos).int()
-    else:
-        is_eos = torch.isin(completions, torch.as_tensor(list(eos), device=completions.device)).int()
-    after = (is_eos.cumsum(1) - is_eos) > 0
-    return (~after).float()
-
-
-def grpo_loss(
-    logprobs: torch.Tensor,
-    mask: torch.Tensor,
-    advantages: torch.Tensor,
-    ref_logprobs: torch.Tensor | None = None,
-    beta: float = 0.0,
-) -> torch.Tensor:
-    """On-policy GRPO objective (one update per batch, so the PPO ratio is 1): minus the advantage-weighted
-    mean token log-probability, plus ``beta`` times the k3 estimate of KL(policy || reference)."""
-    per_token = -advantages[:, None] * logprobs
-    if ref_logprobs is not None and beta > 0:
-        diff = ref_logprobs - logprobs
-        per_token = per_token + beta * (torch.exp(diff) - diff - 1)
-    return ((per_token * mask).sum(1) / mask.sum(1).clamp(min=1)).mean()
-
-
-def policy_gradient_step(
-    policy: Any,
-    optimizer: torch.optim.Optimizer,
-    prompts: Any,
-    completions: torch.Tensor,
-    weights: torch.Tensor,
-    *,
-    eos: int | Sequence[int],
-    ref: Any = None,
-    beta: float = 0.0,
-    micro_batch: int = 0,
-) -> None:
-    """One optimiser step on :func:`grpo_loss` for sampled ``completions`` of ``prompts`` with per-completion
-    ``weights``: GRPO's group advantages, or ones for supervised fine-tuning on the completions (the mean token
-    log-likelihood of each completion, averaged over completions).
-
-    ``policy`` and ``ref`` are any models with ``token_logprobs(prompts, completions)``; ``prompts`` is whatever
-    they take (a token tensor, an :class:`~genlab.nn.hf_policy.ChatBatch`) and must support ``prompts[a:b]``.
-    ``ref`` is used only when ``beta > 0``. With ``micro_batch > 0`` the batch goes through the model in slices
-    of that many rows and the gradients are accumulated: the update is the same, the memory smaller."""
-    n = len(completions)
-    size = micro_batch if 0 < micro_batch < n else n
-    mask = completion_mask(completions, eos)
-    weights = weights.to(completions.device)
-    optimizer.zero_grad()
-    for start in range(0, n, size):
-        rows = slice(start, start + size)
-        logp = policy.token_logprobs(prompts[rows], completions[rows])
-        ref_logp = None
-        if ref is not None and beta > 0:
-            with torch.no_grad():
-                ref_logp = ref.token_logprobs(prompts[rows], completions[rows])
-        loss = grpo_loss(logp, mask[rows], weights[rows], ref_logp, beta)
-        (loss if size == n else loss * (len(logp) / n)).backward()
-    optimizer.step()

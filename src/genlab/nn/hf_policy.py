@@ -2,7 +2,7 @@
 temperature, per-token log-probabilities of completions, decoding.
 
 It has the interface of :class:`genlab.nn.causal_lm.TinyLM` that the GRPO pieces use (``token_logprobs(prompts,
-completions)``), so :func:`genlab.nn.causal_lm.policy_gradient_step` trains either. Models load from a local
+completions)``), so :func:`genlab.rl.policy_gradient_step` trains either. Models load from a local
 directory only (``local_files_only``: nothing is downloaded). ``torch`` and ``transformers`` are imported when a
 policy is loaded, not when this module is imported, so :func:`check_model_dir` stays cheap.
 """

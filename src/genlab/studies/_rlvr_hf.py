@@ -9,7 +9,7 @@ the package's base prompts), ``finetune_steps`` × ``prompts_per_step`` of them.
   targets, and the SFT copy takes one step on their mean token log-likelihood. No demonstrations are needed.
 * **GRPO**: at each step the policy samples ``group`` responses per prompt, genlab's reward (fraction of the
   prompt's constraints followed) gives group-normalised advantages, one on-policy step of
-  :func:`genlab.nn.causal_lm.grpo_loss` (KL to the base when ``beta > 0``), as in the tiny world.
+  :func:`genlab.rl.grpo_loss` (KL to the base when ``beta > 0``), as in the tiny world.
 
 All three are scored with greedy decoding by genlab's IFBench evaluator (strict, prompt level) on fresh make-train
 prompts (in domain) and on IFBench test constraints (out of domain): base prompts with one IFBench test
@@ -130,8 +130,7 @@ def train_grpo(policy, ref, train, cfg, ctx: RunContext, seed: int) -> list[floa
     """GRPO on the training rows; returns the mean reward of each step's samples."""
     import torch
 
-    from genlab.nn.causal_lm import policy_gradient_step
-    from genlab.rl import group_advantages
+    from genlab.rl import group_advantages, policy_gradient_step
 
     gen = ctx.torch_generator("sample", seed)
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.hf_lr, weight_decay=0.0)
@@ -153,7 +152,7 @@ def train_rft(policy, base, train, cfg, generator) -> float:
     fraction of samples accepted."""
     import torch
 
-    from genlab.nn.causal_lm import policy_gradient_step
+    from genlab.rl import policy_gradient_step
 
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.hf_lr, weight_decay=0.0)
     kept = total = 0

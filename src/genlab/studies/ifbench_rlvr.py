@@ -357,8 +357,7 @@ class IFBenchRLVR(Study):
         import torch
 
         from genlab.ifbench.reward import score_batch
-        from genlab.nn.causal_lm import policy_gradient_step
-        from genlab.rl import group_advantages
+        from genlab.rl import group_advantages, policy_gradient_step
 
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.finetune_lr, weight_decay=0.0)
         curve = []
