@@ -75,6 +75,7 @@ def _metrics(acc: dict[str, dict[str, list[float]]] | None = None) -> dict:
         "rotation": {"parity": [1.0] * 3, "mod3": [1.0] * 3, "s3": [0.33] * 3},
         "diag": {"parity": [1.0] * 3, "mod3": [0.35] * 3, "s3": [0.2] * 3},
         "posdiag+add": {"parity": [0.5] * 3, "mod3": [0.34] * 3, "s3": [0.17] * 3},
+        "lstm": {"parity": [1.0] * 3, "mod3": [1.0] * 3},
     }
     for model, tasks in (acc or {}).items():
         base.setdefault(model, {}).update(tasks)
@@ -95,7 +96,7 @@ def _verdicts(m: dict) -> list[str]:
 
 
 def test_claims_on_a_paper_like_table_all_reproduce() -> None:
-    assert _verdicts(_metrics()) == [REPRODUCED] * 7
+    assert _verdicts(_metrics()) == [REPRODUCED] * 8
 
 
 def test_claims_fail_or_turn_inconclusive_on_contrary_numbers() -> None:
@@ -127,6 +128,18 @@ def test_prop3_claim_rejects_off_rates() -> None:
     m = _metrics()
     m["prop3"]["sign"][0]["success_rate"] = 0.5
     assert _verdicts(m)[6] == NOT_REPRODUCED
+
+
+def test_lstm_baseline_claim() -> None:
+    m = _metrics()
+    del m["acc_seeds"]["lstm"]
+    assert _verdicts(m)[7] == INCONCLUSIVE  # no LSTM in the run
+    solved = _metrics({"lstm": {"parity": [1.0] * 3, "mod3": [0.99] * 3}})
+    assert _verdicts(solved)[7] == REPRODUCED
+    one_seed = _metrics({"lstm": {"parity": [1.0] * 3, "mod3": [0.5, 1.0, 1.0]}})
+    assert _verdicts(one_seed)[7] == INCONCLUSIVE
+    fails = _metrics({"lstm": {"parity": [0.5] * 3, "mod3": [1.0] * 3}})
+    assert _verdicts(fails)[7] == NOT_REPRODUCED
 
 
 # ----------------------------------------------------------------------------------------- training
