@@ -266,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--semantics", default="reference", choices=["reference", "fixed"])
     e.add_argument("--lenient", action="store_true", help="skip unknown instruction ids (warned, counted)")
     e.add_argument("--thinking", action="store_true", help="strip a reasoning model's <think> section first")
-    e.add_argument("--workers", type=int, help="worker processes (default: 1 below 2000 prompts)")
+    e.add_argument("--workers", type=int, help="worker processes (default: 1 below 5000 prompts)")
     e.add_argument("--bootstrap", type=int, default=0,
                    help="bootstrap resamples for 95%% intervals (default 0: off; e.g. 1000)")
     e.add_argument("--require-nltk-data", action="store_true",

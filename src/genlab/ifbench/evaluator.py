@@ -226,7 +226,7 @@ def evaluate(
             r = strip_thinking(r)
         resps.append(r)
     if workers is None:
-        workers = 1 if len(prompts) < 2000 else min(8, os.cpu_count() or 1)
+        workers = 1 if len(prompts) < 5000 else min(8, os.cpu_count() or 1)
     if workers <= 1:
         results = _worker((list(prompts), resps, semantics))
     else:
