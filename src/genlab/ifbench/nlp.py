@@ -20,6 +20,7 @@ tagger's inference (a dot product over 14 features for one token) is re-implemen
 
 from __future__ import annotations
 
+import abc
 import functools
 import importlib.util
 import json
@@ -573,14 +574,15 @@ def _tagger_weights(path: Path) -> Any:
             return json.load(f)
 
 
-class _MemoWeights:
+class _MemoWeights(abc.ABC):
     """dict-like read access (``in``, ``[]``) to the tagger weights, each feature looked up once."""
 
     def __init__(self) -> None:
         self.memo: dict[str, dict | None] = {}
 
+    @abc.abstractmethod
     def _lookup(self, feat: str) -> dict | None:
-        raise NotImplementedError
+        """The feature's {label: weight} entry, or None if the tagger has no such feature."""
 
     def _get(self, feat: str) -> dict | None:
         if feat not in self.memo:

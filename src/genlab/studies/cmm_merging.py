@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
+from genlab.harness.torch_setup import module_device
 from genlab.stats import mean_se, paired
 
 ONE_SHOT = ("task_arithmetic", "ties", "dare_ties")
@@ -57,7 +58,7 @@ def _train(model, xs, ys, ts, cs, steps: int, lr: float) -> None:
     """Full-batch Adam on the cross-entropy of each row's task block (on the model's device)."""
     import torch
 
-    device = next(model.parameters()).device
+    device = module_device(model)
     x, y, t, c = (torch.as_tensor(a, device=device) for a in (xs, ys, ts, cs))
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     for _ in range(steps):

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from genlab.harness import Claim, Paper, RunContext, Study, by_seeds, register
+from genlab.harness.torch_setup import module_device
 
 WORDS = (
     "river",
@@ -341,7 +342,7 @@ class IFBenchRLVR(Study):
             for i, cons in enumerate(prompts):
                 toks = encode_prompt(cons, cfg.max_constraints) + response_fn(cons)
                 seqs[i, : len(toks)] = toks
-            x = torch.as_tensor(seqs, device=next(model.parameters()).device)
+            x = torch.as_tensor(seqs, device=module_device(model))
             logits = model(x[:, :-1])
             target = x[:, 1:].clone()
             plen = 2 + 2 * cfg.max_constraints
@@ -364,7 +365,7 @@ class IFBenchRLVR(Study):
         for step in range(cfg.finetune_steps):
             prompts = sample_prompts(rng, cfg.prompts_per_step, "id", cfg.max_constraints)
             x = torch.as_tensor([encode_prompt(c, cfg.max_constraints) for c in prompts],
-                                device=next(model.parameters()).device).repeat_interleave(cfg.group, 0)
+                                device=module_device(model)).repeat_interleave(cfg.group, 0)
             comp = model.sample(x, cfg.max_new, EOS, PAD, temperature=1.0, generator=gen)
             texts = [detokenize(row) for row in comp.tolist()]
             truths = [ground_truth(c) for c in prompts for _ in range(cfg.group)]
@@ -416,7 +417,7 @@ def evaluate_model(model, prompts: list[list[tuple]], cfg) -> float:
     from genlab.ifbench.evaluator import evaluate
     from genlab.ifbench.registry import get
 
-    dev = next(model.parameters()).device
+    dev = module_device(model)
     x = torch.as_tensor([encode_prompt(c, cfg.max_constraints) for c in prompts], device=dev)
     comp = model.sample(x, cfg.max_new, EOS, PAD, temperature=0)
     items, responses = [], {}

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
+from genlab.harness.torch_setup import module_device
 from genlab.stats import mean_se, paired
 
 UNSUP = ("simclr", "nce_dis", "nce_rec", "full", "ae")
@@ -67,7 +68,7 @@ def _losses(net, x, gen, cfg, arm: str, alpha: float, beta: float):
 
     from genlab.data.udg_domains import augment
 
-    dev = _device(net)  # views are drawn on the CPU (like a data loader), the network runs on its device
+    dev = module_device(net)  # views are drawn on the CPU (like a data loader), the network runs on its device
     x1, p1 = augment(x, gen, cfg.aug_strength)
     x2, p2 = augment(x, gen, cfg.aug_strength)
     x1, x2, p1, p2 = (t.to(dev) for t in (x1, x2, p1, p2))
@@ -88,9 +89,6 @@ def _losses(net, x, gen, cfg, arm: str, alpha: float, beta: float):
         loss = loss + beta * rec
     return loss
 
-
-def _device(net):
-    return next(net.parameters()).device
 
 
 def train(arm: str, x: np.ndarray, y: np.ndarray | None, cfg: Any, seed: int, alpha: float = 0.0, beta: float = 0.0,
@@ -128,7 +126,7 @@ def features(net, x: np.ndarray, arm: str) -> np.ndarray:
     import torch
 
     with torch.no_grad():
-        s, v = net.heads(net.encode(torch.as_tensor(x, device=_device(net))))
+        s, v = net.heads(net.encode(torch.as_tensor(x, device=module_device(net))))
         return (torch.cat([s, v], 1) if arm == "ae" else s).cpu().numpy()
 
 
@@ -136,7 +134,7 @@ def erm_accuracy(net, x: np.ndarray, y: np.ndarray) -> float:
     import torch
 
     with torch.no_grad():
-        pred = net.classify(net.encode(torch.as_tensor(x, device=_device(net)))).argmax(1).cpu().numpy()
+        pred = net.classify(net.encode(torch.as_tensor(x, device=module_device(net)))).argmax(1).cpu().numpy()
         return float((pred == y).mean())
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from genlab.harness import Claim, Paper, RunContext, Study, by_seeds, evidence, register
+from genlab.harness.torch_setup import module_device
 from genlab.measures import norm_bounds as nb
 
 NORM_BOUNDS = ("spectral", "frobenius", "pac_bayes", "path_norm")
@@ -47,7 +48,7 @@ def _train(model, x, y, cfg, seed: int) -> None:
 
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     gen = torch.Generator().manual_seed(seed)  # minibatches drawn on the CPU generator, on any device
-    dev = next(model.parameters()).device
+    dev = module_device(model)
     xt, yt = torch.as_tensor(x, device=dev), torch.as_tensor(y, device=dev)
     for _ in range(cfg.steps):
         idx = torch.randint(0, len(yt), (cfg.batch,), generator=gen).to(dev)
@@ -400,6 +401,11 @@ def _claim_ranks_gaps(m, cfg):
     return evidence(all(ok), **nums)
 
 
+def _hidden_p(r: dict[str, Any]) -> float:
+    """Mean optimal Schatten p over the hidden layers (all layers for a two-layer net)."""
+    return float(np.mean(r["p_opt"][1:-1] or r["p_opt"]))
+
+
 def _claim_projection(m, cfg):
     """Per seed, on every dataset: the rank-r projection of the largest net costs at most projection_tol test
     accuracy, puts its hidden layers in the low-rank regime (optimal p < 1) and lowers the Schatten bound."""
@@ -409,15 +415,14 @@ def _claim_projection(m, cfg):
         checks = []
         for ds in data:
             tr, pr = _at_largest(m, "trained", ds, s), _at_largest(m, "projected", ds, s)
-            hidden_p = float(np.mean(pr["p_opt"][1:-1] or pr["p_opt"]))
-            checks.append(pr["test_err"] - tr["test_err"] <= cfg.projection_tol and hidden_p < 1
+            checks.append(pr["test_err"] - tr["test_err"] <= cfg.projection_tol and _hidden_p(pr) < 1
                           and pr["bound_schatten"] < tr["bound_schatten"])
         held.append(all(checks))
     for ds in data:
         tr, pr = [_at_largest(m, "trained", ds, s) for s in seeds], [_at_largest(m, "projected", ds, s) for s in seeds]
         nums[f"{ds}_test_err_cost"] = float(np.mean([b["test_err"] - a["test_err"] for a, b in zip(tr, pr)]))
-        nums[f"{ds}_hidden_p_opt_trained"] = float(np.mean([np.mean(r["p_opt"][1:-1] or r["p_opt"]) for r in tr]))
-        nums[f"{ds}_hidden_p_opt_projected"] = float(np.mean([np.mean(r["p_opt"][1:-1] or r["p_opt"]) for r in pr]))
+        nums[f"{ds}_hidden_p_opt_trained"] = float(np.mean([_hidden_p(r) for r in tr]))
+        nums[f"{ds}_hidden_p_opt_projected"] = float(np.mean([_hidden_p(r) for r in pr]))
         nums[f"{ds}_schatten_trained"] = float(np.mean([r["bound_schatten"] for r in tr]))
         nums[f"{ds}_schatten_projected"] = float(np.mean([r["bound_schatten"] for r in pr]))
         nums[f"{ds}_eff_rank_trained"] = float(np.mean([r["eff_rank"] for r in tr]))

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
+from genlab.harness.torch_setup import module_device
 from genlab.stats import mean_se, paired
 
 ARMS = ("sft", "ppo", "grpo", "dpo")
@@ -69,9 +70,6 @@ def _t(obs, device):
     return torch.as_tensor(obs["image"], device=device), torch.as_tensor(obs["mission"], device=device)
 
 
-def _device(module):
-    return next(module.parameters()).device
-
 
 # -- rollouts -------------------------------------------------------------------------------------------------
 
@@ -81,7 +79,7 @@ def rollout(env, policy, seed: int, repeat: int = 1, greedy: bool = False, gen=N
     ``success`` / ``ret``; ``steps`` counts environment steps actually taken (active cells)."""
     import torch
 
-    dev = _device(policy) if policy is not None else torch.device("cpu")
+    dev = module_device(policy) if policy is not None else torch.device("cpu")
     obs, _ = env.reset(seed, repeat=repeat)
     imgs, miss, acts, logps, vals, rews, act_mask = [], [], [], [], [], [], []
     success = np.zeros(env.n, dtype=bool)
@@ -215,7 +213,7 @@ def train_rl(arm: str, sft, cfg, seed: int, env_factory=None) -> tuple:
             ro["adv"], ro["ret_t"] = adv, adv + ro["value"]
             flat = _flat(ro, ("img", "mission", "action", "logp", "adv", "ret_t"))
             n = len(flat["action"])
-            perm = torch.randperm(n, generator=gen).to(_device(policy))
+            perm = torch.randperm(n, generator=gen).to(module_device(policy))
             for i in range(0, n, max(1, n // cfg.minibatches)):  # one epoch (the paper's recipe)
                 b = {k: v[perm[i : i + max(1, n // cfg.minibatches)]] for k, v in flat.items()}
                 a = (b["adv"] - b["adv"].mean()) / (b["adv"].std() + 1e-8) if len(b["adv"]) > 1 else b["adv"]
@@ -255,7 +253,8 @@ def train_rl(arm: str, sft, cfg, seed: int, env_factory=None) -> tuple:
             logp_tr = _traj_logp(policy, ro)
             with torch.no_grad():
                 ref_tr = _traj_logp(ref, ro)
-            w, l_ = torch.as_tensor(w_idx, device=_device(policy)), torch.as_tensor(l_idx, device=_device(policy))
+            dev = module_device(policy)
+            w, l_ = torch.as_tensor(w_idx, device=dev), torch.as_tensor(l_idx, device=dev)
             loss = dpo_loss(logp_tr[w], logp_tr[l_], ref_tr[w], ref_tr[l_], cfg.dpo_beta)
             opt.zero_grad()
             loss.backward()

@@ -26,6 +26,7 @@ import numpy as np
 
 from genlab import stats
 from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
+from genlab.harness.torch_setup import module_device
 
 # ---------------------------------------------------------------------------------------------------------------
 # schedules of rho
@@ -77,16 +78,13 @@ def _optimizer(model, tc: TrainConfig):
     return torch.optim.Adam(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
 
 
-def _dev(model):
-    return next(model.parameters()).device
-
 
 def accuracy(model, x: np.ndarray, y: np.ndarray) -> float:
     """Fraction of correct argmax predictions."""
     import torch
 
     with torch.no_grad():
-        pred = model(torch.as_tensor(x, device=_dev(model))).argmax(1).cpu().numpy()
+        pred = model(torch.as_tensor(x, device=module_device(model))).argmax(1).cpu().numpy()
     return float(np.mean(pred == y))
 
 
@@ -109,7 +107,8 @@ def train_supervised(model, x, y, tc: TrainConfig, epochs: int, gen, opt=None):
     import torch
 
     opt = opt or _optimizer(model, tc)
-    xt, yt = torch.as_tensor(x, device=_dev(model)), torch.as_tensor(y, device=_dev(model))
+    dev = module_device(model)
+    xt, yt = torch.as_tensor(x, device=dev), torch.as_tensor(y, device=dev)
     for _ in range(epochs):
         perm = torch.randperm(len(yt), generator=gen).to(xt.device)
         for s in range(0, len(yt), tc.batch):
@@ -129,7 +128,7 @@ def gst_adapt(model, domains: list[np.ndarray], tc: TrainConfig, gen, opt=None) 
 
     opt = opt or _optimizer(model, tc)
     for x in domains:
-        xt = torch.as_tensor(x, device=_dev(model))
+        xt = torch.as_tensor(x, device=module_device(model))
         yhat, keep = pseudo_label(model, xt, tc.confidence_q)
         train_supervised(model, xt[keep], yhat[keep], tc, tc.epochs_per_step, gen, opt)
 
@@ -172,7 +171,7 @@ def stdw_adapt(
         raise ValueError(f"labels must be 'online', 'epoch' or 'domain', got {labels!r}")
     opt = opt or _optimizer(model, tc)
     gen_prev = gen_prev or torch.Generator().manual_seed(gen.initial_seed() + 1)  # leaves ``gen``'s stream alone
-    dev = _dev(model)
+    dev = module_device(model)
     prev_x, prev_y = torch.as_tensor(x0, device=dev), torch.as_tensor(y0, device=dev)  # None = pseudo-label online
     prev_true = True
     for t, x in enumerate(domains, start=1):

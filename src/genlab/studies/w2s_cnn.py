@@ -17,6 +17,7 @@ import numpy as np
 
 from genlab.data.patches import EASY, HARD, PatchData, PatchModel
 from genlab.harness import Claim, Paper, RunContext, Study, by_seeds, evidence, register
+from genlab.harness.torch_setup import module_device
 from genlab.measures.weak_to_strong import weak_to_strong
 
 DATA_MODEL_VERSION = "recon-v1: easy [μ_y, μ_y, ξ], hard [ν_y, −ν_y, ξ], both [μ_y, ν_y, ξ]"
@@ -31,7 +32,7 @@ class _TorchPredictor:
     def __call__(self, data: PatchData) -> np.ndarray:
         import torch
 
-        dev = next(self.model.parameters()).device
+        dev = module_device(self.model)
         with torch.no_grad():
             return self.model(torch.from_numpy(data.x).to(dev)).cpu().numpy()
 
