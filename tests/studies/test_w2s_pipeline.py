@@ -100,6 +100,31 @@ def test_multi_index_student_beats_teacher_and_refit_loses_the_hard_part():
     assert r["student_true_labels"] <= r["student"] + 0.05
 
 
+def test_multi_index_finetuned_head_follows_the_teacher_labels():
+    """Fine-tuning the pre-trained hard head on teacher labels drifts it to the teacher's (hard-blind) fit: with a
+    long budget almost none of the frozen student's gain is left; with no steps it is the pre-trained model."""
+    args = dict(d=30, n=300, m=1500, n_pre=3000, c_hard=1.0, sigma2=0.5, lam=1e-2, n_test=4000)
+    long = multi_index_run(**args, rng=np.random.default_rng(6), finetune_steps=200)
+    frozen_gain = long["teacher"] - long["student"]
+    assert 0 <= long["finetune_gain"] < 0.1 * frozen_gain
+    assert long["finetune_stop_step"] > 20  # held-out teacher labels keep asking for more steps
+    none = multi_index_run(**args, rng=np.random.default_rng(6), finetune_steps=0)
+    assert none["finetune_stop_step"] == 0
+    assert none["student_finetuned_head"] == pytest.approx(none["pretrained_only"], abs=1e-9)  # untouched head
+
+
+def test_finetuned_head_claim_needs_a_real_share_of_the_gain():
+    from genlab.studies.w2s_ridge import W2SRidge, _claim_finetuned_head
+
+    cfg = W2SRidge.config("quick")
+    mean = {"teacher": 2.2, "student": 1.4, "finetune_gain": 0.0035, "student_finetuned_head": 2.1965,
+            "finetune_stop_step": 75.0}
+    se = {k: 0.0004 for k in mean}
+    assert _claim_finetuned_head({"multi_index": {"mean": mean, "se": se}}, cfg).held is False  # significant, tiny
+    mean["finetune_gain"] = 0.5
+    assert _claim_finetuned_head({"multi_index": {"mean": mean, "se": se}}, cfg).held is True
+
+
 def test_under_regularisation_claims_read_every_sweep():
     from genlab.studies.w2s_ridge import W2SRidge, _claim_under_reg_robust
 
