@@ -164,3 +164,19 @@ def test_full_bilinear_learns_parity_and_generalises_to_length_200() -> None:
                           eval_lengths=(10, 200), eval_samples=64, log_every=50))
     assert out["acc"]["10"][0] == 1.0 and out["acc"]["200"][0] == 1.0
     assert out["curve"][-1][1] < out["curve"][0][1]
+
+
+def test_quick_jobs_sweep_every_cp_rank_on_every_rank_task_once() -> None:
+    from types import SimpleNamespace
+
+    from genlab.studies.state_tracking import StateTracking
+
+    cfg = StateTracking.config("quick")
+    ctx = SimpleNamespace(seed_for=lambda *a: 0, device="cpu")
+    pairs = [(s.task, s.model) for s in StateTracking().jobs(cfg, ctx)]
+    assert len(pairs) == len(set(pairs))  # `full` on parity/mod3/s3 is not trained twice
+    for t in ("parity", "mod3", "mod5", "s3"):
+        assert {(t, f"cp{r}") for r in (1, 2, 4, 16)} | {(t, "full")} <= set(pairs)
+    assert ("mod5", "rotation") not in pairs  # the sweep adds only CP ranks and `full`
+    with pytest.raises(Exception, match="cp_ranks"):
+        StateTracking.config("quick", {"cp_ranks": (0, 4)})
