@@ -59,6 +59,23 @@ def test_tight_claim_helpers():
     assert stb._coverage_claim(dig).numbers["coverage"] == pytest.approx(4 / 6)
 
 
+def test_app_l_claim_reads_mnist1d_and_reports_digits_beside_it():
+    def run(agree, acc):
+        return dict(agreement=agree, test_acc=acc)
+
+    digits = {"ridge": [run(0.5, 0.9)], "mlp_long": [run(0.994, 0.987)]}  # ridge is not a net: never judged
+    m = {"digits": digits, "mnist1d": {"mlp_early": [run(0.71, 0.40)], "mlp_long": [run(0.62, 0.58)]}}
+    v = stb._app_l_claim(m)
+    assert v.held is True and v.numbers["dataset"] == "mnist1d"
+    assert v.numbers["min_margin"] == pytest.approx(0.04)
+    assert v.numbers["digits_min_margin"] == pytest.approx(0.007)
+    m["mnist1d"]["mlp_long"] = [run(0.55, 0.58)]  # the long net's copies agree less often than it is correct
+    assert stb._app_l_claim(m).held is False
+    assert stb._app_l_claim({"digits": digits}).numbers["dataset"] == "digits"  # no mnist1d arm: digits decides
+    rows = stb._holdout_rows(m)
+    assert list(rows) == ["digits/ridge", "digits/mlp_long", "mnist1d/mlp_early", "mnist1d/mlp_long"]
+
+
 def test_rank_sparse_data_model_and_rescaling():
     x, y = srs._teacher_data(np.random.default_rng(0), 2001, 50, 3)
     assert x.shape == (2001, 50) and abs(y.mean() - 0.5) < 1e-3
