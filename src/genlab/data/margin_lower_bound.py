@@ -1,0 +1,113 @@
+"""The hard distribution behind the margin lower bound (Thm 1 of Larsen & Schalburg 2025, after Grønlund, Kamma &
+Larsen 2020) and the worst max-margin halfspace on a sample from it, with exact population error.
+
+Construction (our offline reconstruction of the lower bound's form; see docs/studies/margin-bounds.md):
+
+* Points x_j = a·e_0 + b·e_j, j = 1..u, in R^{u+1}, all with label +1, a = √2·γ, b = sqrt(1 − a²) (so ‖x_j‖ = 1).
+  D is uniform over the u points. The target e_0 classifies every point correctly with margin a > γ.
+* A halfspace that errs on a set E of k points and keeps a margin on the rest: w = c·e_0 − t·Σ_{j∈E} e_j with
+  ⟨w, x_j⟩ = c·a − b·t. The widest such (max-margin) w puts t = (1 + ε)·c·a/b (strictly wrong on E) and
+  c = 1/sqrt(1 + k(1 + ε)²a²/b²) (unit norm); its margin on every other point is c·a. K = the largest k with
+  c·a > γ, i.e. K < b²/(2γ²(1 + ε)²) ≈ 1/(2γ²): a margin-γ halfspace can be wrong on ≈ 1/(2γ²) chosen points.
+* The adversary (the "some w" of the theorem) picks E among the least-sampled points: points in E that occur in the
+  sample count towards L_S^γ(w), so E is filled in order of increasing sample count while 1/u > count/n (the point
+  adds to the gap) and the sample fraction stays ≤ τ. Exact: L_D(w) = |E|/u, L_S^γ(w) = Σ_{j∈E} count_j / n.
+* u sets the regime. Log term (τ small): u = n/λ with λ e^λ = n/(s·K) (Lambert W), so about s·K points are unseen
+  and the adversary errs on K of them: gap ≈ K·λ/n ≈ ln(γ²n)/(2γ²n). τ term: λ = τn/K, so the K least-sampled points
+  carry ≈ τ of the sample but K·z_τ·sqrt(λ)/n less than their mass: gap ≈ sqrt(2Kτ ln(1/τ)/n) ≈ sqrt(τ ln(1/τ)/(γ²n)).
+  We take λ = max of the two (the theorem's sum of terms equals their maximum up to a factor 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+EPS = 0.01  # strictness of the errors on E (⟨w, x⟩ < 0, not = 0)
+
+
+@dataclass(frozen=True)
+class HardInstance:
+    n: int
+    gamma: float
+    tau: float
+    a: float
+    b: float
+    k_max: int  # K: most points a margin-γ halfspace can err on
+    u: int  # support size
+    lam: float  # expected count per point n/u (before rounding u)
+    regime: str  # "log" or "tau"
+
+
+def max_errors(gamma: float) -> int:
+    """K: the largest k for which the widest halfspace erring on k points keeps margin > γ elsewhere."""
+    a2 = 2.0 * gamma * gamma
+    bound = (1.0 - a2) / (2.0 * gamma * gamma * (1.0 + EPS) ** 2)
+    return int(np.ceil(bound)) - 1
+
+
+def widest_wrong(k: int, a: float, b: float) -> tuple[float, float, float]:
+    """(c, t, margin): the unit-norm w = c·e_0 − t·Σ_E e_j erring on k chosen points with the widest margin c·a."""
+    c = 1.0 / np.sqrt(1.0 + k * (1.0 + EPS) ** 2 * a * a / (b * b))
+    t = (1.0 + EPS) * c * a / b
+    return float(c), float(t), float(c * a)
+
+
+def instance(n: int, gamma: float, tau: float, slack: float = 1.0) -> HardInstance:
+    from scipy.special import lambertw
+
+    if not 0 < gamma < 0.7:
+        raise ValueError("gamma must lie in (0, 0.7) (the construction needs a = √2·γ < 1)")
+    a = float(np.sqrt(2.0) * gamma)
+    b = float(np.sqrt(1.0 - a * a))
+    k = max_errors(gamma)
+    if k < 1:
+        raise ValueError(f"gamma={gamma} leaves no room for errors (K = {k})")
+    lam_log = float(lambertw(n / (slack * k)).real)
+    lam_tau = tau * n / k
+    lam = max(lam_log, lam_tau)
+    u = max(int(round(n / lam)), k)
+    return HardInstance(n, gamma, tau, a, b, k, u, lam, "tau" if lam_tau > lam_log else "log")
+
+
+def adversary(counts: np.ndarray, inst: HardInstance) -> dict[str, float]:
+    """The worst margin-γ halfspace for a sample with per-point ``counts``: exact L_D, L_S^γ and a check of w."""
+    n, u, k_max = inst.n, inst.u, inst.k_max
+    order = np.argsort(counts, kind="stable")[:k_max]
+    cs = counts[order].astype(float)
+    cum = np.cumsum(cs)
+    ok = (1.0 / u - cs / n > 0) & (cum <= inst.tau * n + 1e-9)
+    k = int(np.argmin(ok)) if not ok.all() else len(ok)  # E = the first k (counts sorted, so ok is a prefix)
+    chosen = order[:k]
+    c, t, _ = widest_wrong(k, inst.a, inst.b)
+    # the explicit margins y⟨w, x_j⟩ = a·w_0 + b·w_j of every support point (w_j = −t on E, 0 elsewhere)
+    wj = np.zeros(u)
+    wj[chosen] = -t
+    margins = inst.a * c + inst.b * wj
+    norm = float(np.sqrt(c * c + k * t * t))
+    wrong = margins <= 0
+    l_d = float(np.mean(wrong))  # D is uniform over the u points, all labelled +1
+    l_s = float(np.sum(counts * (margins <= inst.gamma)) / n)
+    return {
+        "k": k,
+        "l_d": l_d,
+        "l_s": l_s,
+        "gap": l_d - l_s,
+        "norm": norm,
+        "min_margin_kept": float(margins[~wrong].min()) if (~wrong).any() else float("nan"),
+        "max_margin_wrong": float(margins[wrong].max()) if wrong.any() else float("nan"),
+    }
+
+
+def sample_gap(inst: HardInstance, rng: np.random.Generator) -> dict[str, float]:
+    """Draw S ~ Dⁿ (as per-point counts) and return the adversary's exact gap L_D(w) − L_S^γ(w)."""
+    counts = np.bincount(rng.integers(0, inst.u, size=inst.n), minlength=inst.u)
+    return adversary(counts, inst)
+
+
+def lb_rate(n: float, gamma: float, tau: float) -> tuple[float, float]:
+    """The two terms of Thm 1's rate: sqrt(τ ln(e/τ)/(γ²n)) and ln(γ²n)/(γ²n) (c = 1)."""
+    g2n = gamma * gamma * n
+    t_term = float(np.sqrt(tau * np.log(np.e / tau) / g2n)) if tau > 0 else 0.0
+    return t_term, float(np.log(g2n) / g2n)
