@@ -6,9 +6,11 @@ Construction (our offline reconstruction of the lower bound's form; see docs/stu
 * Points x_j = a·e_0 + b·e_j, j = 1..u, in R^{u+1}, all with label +1, a = √2·γ, b = sqrt(1 − a²) (so ‖x_j‖ = 1).
   D is uniform over the u points. The target e_0 classifies every point correctly with margin a > γ.
 * A halfspace that errs on a set E of k points and keeps a margin on the rest: w = c·e_0 − t·Σ_{j∈E} e_j with
-  ⟨w, x_j⟩ = c·a − b·t. The widest such (max-margin) w puts t = (1 + ε)·c·a/b (strictly wrong on E) and
-  c = 1/sqrt(1 + k(1 + ε)²a²/b²) (unit norm); its margin on every other point is c·a. K = the largest k with
-  c·a > γ, i.e. K < b²/(2γ²(1 + ε)²) ≈ 1/(2γ²): a margin-γ halfspace can be wrong on ≈ 1/(2γ²) chosen points.
+  ⟨w, x_j⟩ = c·a − b·t. With t = (1 + ε)·c·a/b (strictly wrong on E) and c = 1/sqrt(1 + k(1 + ε)²a²/b²) (unit
+  norm) its margin on every other point is c·a; K = the largest k with c·a > γ, i.e. K < b²/(2γ²(1 + ε)²) ≈
+  1/(2γ²): a margin-γ halfspace can be wrong on ≈ 1/(2γ²) chosen points. K sets the support size u below. The
+  learner itself is the exact max-margin halfspace erring on E (``max_margin_wrong``), which also puts weight s on
+  the m kept sample points: margin sqrt(a²/A + b²/m), slightly above c·a when m is large.
 * The adversary (the "some w" of the theorem) picks E among the least-sampled points: points in E that occur in the
   sample count towards L_S^γ(w), so E is filled in order of increasing sample count while 1/u > count/n (the point
   adds to the gap) and the sample fraction stays ≤ τ. Exact: L_D(w) = |E|/u, L_S^γ(w) = Σ_{j∈E} count_j / n.
@@ -71,22 +73,50 @@ def instance(n: int, gamma: float, tau: float, slack: float = 1.0) -> HardInstan
     return HardInstance(n, gamma, tau, a, b, k, u, lam, "tau" if lam_tau > lam_log else "log")
 
 
+def max_margin_wrong(k: int, m: int, a: float, b: float) -> tuple[float, float, float, float]:
+    """(c, s, t, margin) of the max-margin unit w that errs (strictly) on k chosen points and keeps m others.
+
+    By symmetry w = c·e_0 + s·Σ_kept e_j − t·Σ_E e_j. The errors need c·a − b·t < 0: t = (1 + ε)·c·a/b. The margin
+    c·a + b·s under c²·A + m·s² = 1, A = 1 + k(1 + ε)²a²/b², is largest (Cauchy–Schwarz) at c ∝ a/A, s ∝ b/m,
+    margin = sqrt(a²/A + b²/m). With m = 0 there is nothing to keep and the margin is +inf.
+    """
+    big_a = 1.0 + k * (1.0 + EPS) ** 2 * a * a / (b * b)
+    if m == 0:
+        c = 1.0 / np.sqrt(big_a)
+        return float(c), 0.0, float((1.0 + EPS) * c * a / b), float("inf")
+    margin = np.sqrt(a * a / big_a + b * b / m)
+    c, s = (a / big_a) / margin, (b / m) / margin
+    return float(c), float(s), float((1.0 + EPS) * c * a / b), float(margin)
+
+
 def adversary(counts: np.ndarray, inst: HardInstance) -> dict[str, float]:
-    """The worst margin-γ halfspace for a sample with per-point ``counts``: exact L_D, L_S^γ and a check of w."""
-    n, u, k_max = inst.n, inst.u, inst.k_max
-    order = np.argsort(counts, kind="stable")[:k_max]
+    """The worst max-margin halfspace for a sample with per-point ``counts``: exact L_D, L_S^γ and a check of w.
+
+    E is a prefix of the points in order of increasing count (ties by index): each added point must add to the gap
+    (1/u > count/n), keep L_S^γ ≤ τ, and the max-margin w erring on E must keep a margin > γ on every other
+    sample point. The largest such prefix is taken.
+    """
+    n, u, a, b = inst.n, inst.u, inst.a, inst.b
+    order = np.argsort(counts, kind="stable")
     cs = counts[order].astype(float)
-    cum = np.cumsum(cs)
-    ok = (1.0 / u - cs / n > 0) & (cum <= inst.tau * n + 1e-9)
-    k = int(np.argmin(ok)) if not ok.all() else len(ok)  # E = the first k (counts sorted, so ok is a prefix)
+    ok = np.logical_and.accumulate((1.0 / u - cs / n > 0) & (np.cumsum(cs) <= inst.tau * n + 1e-9))
+    kk = np.arange(1, u + 1)
+    m_kept = int(np.sum(counts > 0)) - np.cumsum(cs > 0)  # distinct kept sample points when E = first k
+    big_a = 1.0 + kk * (1.0 + EPS) ** 2 * a * a / (b * b)
+    with np.errstate(divide="ignore"):
+        margin2 = a * a / big_a + np.where(m_kept > 0, b * b / np.maximum(m_kept, 1), np.inf)
+    feasible = np.flatnonzero(ok & (margin2 > inst.gamma**2))
+    k = int(feasible[-1] + 1) if feasible.size else 0
     chosen = order[:k]
-    c, t, _ = widest_wrong(k, inst.a, inst.b)
-    # the explicit margins y⟨w, x_j⟩ = a·w_0 + b·w_j of every support point (w_j = −t on E, 0 elsewhere)
-    wj = np.zeros(u)
+    m = int(np.sum(counts > 0) - np.sum(counts[chosen] > 0))
+    c, s, t, _ = max_margin_wrong(k, m, a, b)
+    # the explicit margins y⟨w, x_j⟩ = a·w_0 + b·w_j of every support point
+    wj = np.where(counts > 0, s, 0.0)
     wj[chosen] = -t
-    margins = inst.a * c + inst.b * wj
-    norm = float(np.sqrt(c * c + k * t * t))
+    margins = a * c + b * wj
+    norm = float(np.sqrt(c * c + m * s * s + k * t * t))
     wrong = margins <= 0
+    kept_seen = (counts > 0) & ~wrong
     l_d = float(np.mean(wrong))  # D is uniform over the u points, all labelled +1
     l_s = float(np.sum(counts * (margins <= inst.gamma)) / n)
     return {
@@ -95,7 +125,7 @@ def adversary(counts: np.ndarray, inst: HardInstance) -> dict[str, float]:
         "l_s": l_s,
         "gap": l_d - l_s,
         "norm": norm,
-        "min_margin_kept": float(margins[~wrong].min()) if (~wrong).any() else float("nan"),
+        "min_margin_kept": float(margins[kept_seen].min()) if kept_seen.any() else float("nan"),
         "max_margin_wrong": float(margins[wrong].max()) if wrong.any() else float("nan"),
     }
 
