@@ -120,6 +120,8 @@ def _fake_lb(shift, se=0.01, seeds=10, regime="log"):
         "theory_slope": -1.0,
         "constants": [0.4] * seeds,
         "regime": [regime] * 3,
+        "gap_mean": [0.4, 0.2, 0.1],
+        "rate": [1.0, 0.5, 0.25],
     }
 
 
@@ -127,6 +129,8 @@ def test_slope_claims_decide_both_ways_with_holm():
     cfg = smb.MarginBounds.config("quick", {})
     m = {"lower_bound": {"n": _fake_lb(0.0), "gamma": _fake_lb(0.02), "tau": _fake_lb(0.0, regime="tau")}}
     assert all(smb._slope_claim(a)(m, cfg).held is True for a in smb.AXES)
+    ev = smb._slope_claim("n")(m, cfg)
+    assert ev.numbers["ratio_first"] == pytest.approx(0.4) and ev.numbers["constant"] == pytest.approx(0.4)
     m["lower_bound"]["gamma"] = _fake_lb(0.5)  # clearly outside ±0.15
     ev = smb._slope_claim("gamma")(m, cfg)
     assert ev.held is False and ev.numbers["diff"] == pytest.approx(0.5, abs=0.05)

@@ -133,6 +133,8 @@ def _slope_claim(axis: str):
             p_holm=holm_adjusted(ps)[i],
             constant=c_mean,
             constant_se=c_se,
+            ratio_first=ax["gap_mean"][0] / ax["rate"][0],  # gap / rate at both ends: how far the constant drifts
+            ratio_last=ax["gap_mean"][-1] / ax["rate"][-1],
             samples=t["n"],
         )
         want = "tau" if axis == "tau" else "log"
