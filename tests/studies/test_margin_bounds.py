@@ -66,6 +66,23 @@ def test_adversary_exact_errors_on_hand_counts():
     assert r0["k"] == 2 and r0["l_s"] == 0.0 and r0["gap"] == pytest.approx(0.2)
 
 
+@pytest.mark.parametrize("tau", [0.0, 0.05])
+def test_adversary_numbers_match_dense_vectors(tau):
+    """Build X and w densely and recompute ‖w‖, L_S^γ(w) from the sample and L_D(w) from D: the same numbers."""
+    inst = mlb.instance(3000, 0.2, tau)
+    rng = np.random.default_rng(4)
+    idx = rng.integers(0, inst.u, size=inst.n)
+    counts = np.bincount(idx, minlength=inst.u)
+    x = np.hstack([np.full((inst.u, 1), inst.a), inst.b * np.eye(inst.u)])
+    chosen, w = mlb.worst_halfspace(counts, inst)
+    r = mlb.adversary(counts, inst)
+    margins = x @ w  # labels are all +1
+    assert np.linalg.norm(w) == pytest.approx(1.0) and r["norm"] == pytest.approx(1.0)
+    assert r["l_d"] == pytest.approx(np.mean(margins <= 0)) and r["k"] == len(chosen) > 0
+    assert r["l_s"] == pytest.approx(np.mean(margins[idx] <= inst.gamma)) and r["l_s"] <= tau
+    assert r["gap"] > 0 and set(np.flatnonzero(margins <= 0)) == set(chosen.tolist())
+
+
 def test_log_regime_gap_matches_the_unseen_count():
     """τ = 0: gap ≈ min(K, #unseen)/u (K up to the max-margin solver's extra room); its mean over samples matches
     the binomial expectation."""

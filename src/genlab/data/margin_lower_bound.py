@@ -89,13 +89,20 @@ def max_margin_wrong(k: int, m: int, a: float, b: float) -> tuple[float, float, 
     return float(c), float(s), float((1.0 + EPS) * c * a / b), float(margin)
 
 
-def adversary(counts: np.ndarray, inst: HardInstance) -> dict[str, float]:
-    """The worst max-margin halfspace for a sample with per-point ``counts``: exact L_D, L_S^γ and a check of w.
+def worst_halfspace(counts: np.ndarray, inst: HardInstance) -> tuple[np.ndarray, np.ndarray]:
+    """The adversary's choice for a sample with per-point ``counts``: (E's indices, the dense unit w in R^{u+1}).
 
     E is a prefix of the points in order of increasing count (ties by index): each added point must add to the gap
     (1/u > count/n), keep L_S^γ ≤ τ, and the max-margin w erring on E must keep a margin > γ on every other
-    sample point. The largest such prefix is taken.
+    sample point. The largest such prefix is taken. (Dense w: for checks on small instances.)
     """
+    chosen, c, s, t = _choose(counts, inst)
+    w = np.concatenate([[c], np.where(counts > 0, s, 0.0)])
+    w[1 + chosen] = -t
+    return chosen, w
+
+
+def _choose(counts: np.ndarray, inst: HardInstance) -> tuple[np.ndarray, float, float, float]:
     n, u, a, b = inst.n, inst.u, inst.a, inst.b
     order = np.argsort(counts, kind="stable")
     cs = counts[order].astype(float)
@@ -103,13 +110,22 @@ def adversary(counts: np.ndarray, inst: HardInstance) -> dict[str, float]:
     kk = np.arange(1, u + 1)
     m_kept = int(np.sum(counts > 0)) - np.cumsum(cs > 0)  # distinct kept sample points when E = first k
     big_a = 1.0 + kk * (1.0 + EPS) ** 2 * a * a / (b * b)
-    with np.errstate(divide="ignore"):
-        margin2 = a * a / big_a + np.where(m_kept > 0, b * b / np.maximum(m_kept, 1), np.inf)
+    margin2 = a * a / big_a + np.where(m_kept > 0, b * b / np.maximum(m_kept, 1), np.inf)
     feasible = np.flatnonzero(ok & (margin2 > inst.gamma**2))
     k = int(feasible[-1] + 1) if feasible.size else 0
     chosen = order[:k]
     m = int(np.sum(counts > 0) - np.sum(counts[chosen] > 0))
     c, s, t, _ = max_margin_wrong(k, m, a, b)
+    return chosen, c, s, t
+
+
+def adversary(counts: np.ndarray, inst: HardInstance) -> dict[str, float]:
+    """The worst max-margin halfspace (``worst_halfspace``) for a sample with per-point ``counts``: exact L_D,
+    L_S^γ and the numbers that check w, computed from the structure (w_j ∈ {s, 0, −t}) without dense vectors."""
+    n, a, b = inst.n, inst.a, inst.b
+    chosen, c, s, t = _choose(counts, inst)
+    k = len(chosen)
+    m = int(np.sum(counts > 0) - np.sum(counts[chosen] > 0))
     # the explicit margins y⟨w, x_j⟩ = a·w_0 + b·w_j of every support point
     wj = np.where(counts > 0, s, 0.0)
     wj[chosen] = -t
