@@ -83,6 +83,31 @@ def test_adversary_numbers_match_dense_vectors(tau):
     assert r["gap"] > 0 and set(np.flatnonzero(margins <= 0)) == set(chosen.tolist())
 
 
+def test_fixed_distribution_gap_against_dense_vectors():
+    """One fixed D (masses ∝ j^-2): the halfspace errs on the heaviest unseen points; recompute densely."""
+    masses = mlb.power_law(300, 2.0)
+    assert masses.sum() == pytest.approx(1.0) and np.all(np.diff(masses) < 0)
+    gamma = 0.15
+    r = mlb.fixed_gap(masses, 3000, gamma, np.random.default_rng(5))
+    # the same draw, by hand: inverse-CDF sampling with the same generator state
+    u01 = np.random.default_rng(5).random(3000)
+    idx = np.minimum(np.searchsorted(np.cumsum(masses), u01 * masses.sum(), side="right"), 299)
+    counts = np.bincount(idx, minlength=300)
+    unseen = np.flatnonzero(counts == 0)
+    a, b = np.sqrt(2) * gamma, np.sqrt(1 - 2 * gamma**2)
+    m = 300 - len(unseen)
+    c, s, t, margin = mlb.max_margin_wrong(r["k"], m, a, b)
+    assert r["min_margin_kept"] == pytest.approx(margin)
+    w = np.concatenate([[c], np.where(counts > 0, s, 0.0)])
+    w[1 + unseen[: r["k"]]] = -t
+    x = np.hstack([np.full((300, 1), a), b * np.eye(300)])
+    margins = x @ w
+    assert np.linalg.norm(w) == pytest.approx(1.0)
+    assert np.min(margins[idx]) > gamma  # L_S^γ = 0
+    assert r["gap"] == pytest.approx(masses[margins <= 0].sum()) and 0 < r["k"] < len(unseen)
+    assert mlb.max_margin_wrong(r["k"] + 1, m, a, b)[3] <= gamma  # one more error would cost the margin
+
+
 def test_log_regime_gap_matches_the_unseen_count():
     """τ = 0: gap ≈ min(K, #unseen)/u (K up to the max-margin solver's extra room); its mean over samples matches
     the binomial expectation."""
@@ -144,7 +169,14 @@ def _fake_lb(shift, se=0.01, seeds=10, regime="log"):
 
 def test_slope_claims_decide_both_ways_with_holm():
     cfg = smb.MarginBounds.config("quick", {})
-    m = {"lower_bound": {"n": _fake_lb(0.0), "gamma": _fake_lb(0.02), "tau": _fake_lb(0.0, regime="tau")}}
+    m = {
+        "lower_bound": {
+            "n": _fake_lb(0.0),
+            "gamma": _fake_lb(0.02),
+            "tau": _fake_lb(0.0, regime="tau"),
+            "n_fixed": _fake_lb(-0.01),
+        }
+    }
     assert all(smb._slope_claim(a)(m, cfg).held is True for a in smb.AXES)
     ev = smb._slope_claim("n")(m, cfg)
     assert ev.numbers["ratio_first"] == pytest.approx(0.4) and ev.numbers["constant"] == pytest.approx(0.4)
@@ -161,9 +193,14 @@ def test_holm_can_withhold_a_single_test_pass():
     """An equivalence p between 0.05/3 and 0.05 passes alone but not as the smallest of three p's under Holm."""
     cfg = smb.MarginBounds.config("quick", {})
     # n: se chosen so the TOST p is about 0.03; the others fail the test (p ≈ 1)
-    lb = {"n": _fake_lb(0.0, se=0.07, seeds=30), "gamma": _fake_lb(0.6), "tau": _fake_lb(0.6, regime="tau")}
+    lb = {
+        "n": _fake_lb(0.0, se=0.07, seeds=30),
+        "gamma": _fake_lb(0.6),
+        "tau": _fake_lb(0.6, regime="tau"),
+        "n_fixed": _fake_lb(0.6),
+    }
     t = smb._tost(lb["n"], cfg.slope_tol)
-    assert 0.0167 < t["p"] < 0.05
+    assert 0.05 / 4 < t["p"] < 0.05
     ev = smb._slope_claim("n")({"lower_bound": lb}, cfg)
     assert ev.held is None and ev.numbers["p_holm"] > 0.05
 

@@ -152,6 +152,40 @@ def sample_gap(inst: HardInstance, rng: np.random.Generator) -> dict[str, float]
     return adversary(counts, inst)
 
 
+def power_law(support: int, exponent: float) -> np.ndarray:
+    """Masses p_j ∝ j^(−exponent), j = 1..support: one fixed distribution for every n (not tuned to n)."""
+    p = np.arange(1, support + 1, dtype=float) ** (-exponent)
+    return p / p.sum()
+
+
+def fixed_gap(masses: np.ndarray, n: int, gamma: float, rng: np.random.Generator) -> dict[str, float]:
+    """τ = 0 on a fixed D (points x_j = a·e_0 + b·e_j with masses ``masses``, decreasing): draw S ~ Dⁿ and let the
+    max-margin halfspace err on as many of the heaviest unseen points as keeps margin > γ on the sample. Exact gap
+    (L_S^γ = 0, so the gap is the mass of the points it gets wrong)."""
+    a = float(np.sqrt(2.0) * gamma)
+    b = float(np.sqrt(1.0 - a * a))
+    cdf = np.cumsum(masses)
+    idx = np.minimum(np.searchsorted(cdf, rng.random(n) * cdf[-1], side="right"), len(masses) - 1)
+    counts = np.bincount(idx, minlength=len(masses))
+    unseen = np.flatnonzero(counts == 0)  # already in order of decreasing mass
+    m = int(len(masses) - len(unseen))  # every seen point is kept
+    kk = np.arange(1, len(unseen) + 1)
+    margin2 = a * a / (1.0 + kk * (1.0 + EPS) ** 2 * a * a / (b * b)) + b * b / max(m, 1)
+    feasible = np.flatnonzero(margin2 > gamma * gamma)
+    k = int(feasible[-1] + 1) if feasible.size else 0
+    c, s, t, margin = max_margin_wrong(k, m, a, b)
+    wrong = unseen[:k]
+    return {
+        "k": k,
+        "l_d": float(masses[wrong].sum()),
+        "l_s": 0.0,
+        "gap": float(masses[wrong].sum()),
+        "norm": float(np.sqrt(c * c + m * s * s + k * t * t)),
+        "min_margin_kept": margin,
+        "max_margin_wrong": float(a * c - b * t) if k else float("nan"),
+    }
+
+
 def lb_rate(n: float, gamma: float, tau: float) -> tuple[float, float]:
     """The two terms of Thm 1's rate: sqrt(τ ln(e/τ)/(γ²n)) and ln(γ²n)/(γ²n) (c = 1)."""
     g2n = gamma * gamma * n
