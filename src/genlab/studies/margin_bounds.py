@@ -1,6 +1,7 @@
-"""Tight margin bounds for halfspaces (Larsen & Schalburg, arXiv:2502.13692): the new bound's ratio to the lower
-bound stays bounded where the earlier (GKL'20) bound's grows, and the bounds evaluated on linear SVMs and
-perceptrons (synthetic data and digits) next to their held-out error, with an explicit-constant certificate."""
+"""Tight margin bounds for halfspaces (Larsen & Schalburg, arXiv:2502.13692): the lower bound's hard distribution
+simulated, with the worst max-margin halfspace's exact generalisation gap fitted against the theorem's rate over n, γ
+and τ; the new bound's ratio to the lower bound (algebra); and the bounds evaluated on linear SVMs and perceptrons
+(synthetic data and digits) next to their held-out error, with an explicit-constant certificate."""
 
 from __future__ import annotations
 
@@ -10,11 +11,15 @@ from typing import Annotated, Any
 
 import numpy as np
 
+from genlab.data import margin_lower_bound as mlb
 from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
 from genlab.harness.config import Range
 from genlab.measures import margin_bounds as mb
+from genlab.stats import holm, holm_adjusted, mean_se
 
 BOUNDS = ("tight", "gkl20", "classic_soft", "certified")
+# the lower-bound sweeps: over n and γ at τ = 0 (log term), over τ (τ term), and over n on one fixed D
+AXES = ("n", "gamma", "tau", "n_fixed")
 
 
 def _ratio_grid(n_values: np.ndarray, points: int) -> dict[str, Any]:
@@ -44,6 +49,124 @@ def _synthetic(rng: np.random.Generator, n: int, d: int, signal: float, flip: fl
     return x, y
 
 
+def _lb_grid(axis: str, cfg) -> list[tuple[float, int, float, float]]:
+    """(x, n, γ, τ) per grid point of one lower-bound sweep."""
+    if axis in ("n", "n_fixed"):
+        return [(float(n), int(n), cfg.lb_gamma, 0.0) for n in cfg.lb_n]
+    if axis == "gamma":
+        return [(float(g), cfg.lb_n_gamma, float(g), 0.0) for g in cfg.lb_gammas]
+    return [(float(t), cfg.lb_n_tau, cfg.lb_gamma, float(t)) for t in cfg.lb_taus]
+
+
+def _slope(x, y) -> float:
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def _lb_axis(axis: str, cfg, ctx) -> dict[str, Any]:
+    """Simulate the hard distribution along one axis: the adversary's exact gap per (grid point, sample), the
+    theorem's rate term for that axis, per-sample log-log slopes and the constant gap / rate."""
+    grid = _lb_grid(axis, cfg)
+    fixed = axis == "n_fixed"
+    masses = mlb.power_law(cfg.lb_fixed_support, cfg.lb_fixed_exponent) if fixed else None
+    insts = [mlb.instance(n, g, t, cfg.lb_slack) for _, n, g, t in grid]  # (the fixed D ignores them but K)
+    gaps = np.empty((cfg.lb_seeds, len(grid)))
+    worst = {"norm_err": 0.0, "kept_margin_minus_gamma": np.inf, "wrong_margin": -np.inf, "ls_minus_tau": -np.inf}
+    k_used = np.empty_like(gaps)
+    for j, inst in enumerate(insts):
+        for s in range(cfg.lb_seeds):
+            rng = ctx.rng("lower-bound", axis, j, s)
+            r = mlb.fixed_gap(masses, inst.n, inst.gamma, rng) if fixed else mlb.sample_gap(inst, rng)
+            gaps[s, j], k_used[s, j] = r["gap"], r["k"]
+            worst["norm_err"] = max(worst["norm_err"], abs(r["norm"] - 1.0))
+            if np.isfinite(r["min_margin_kept"]):
+                kept = r["min_margin_kept"] - inst.gamma
+                worst["kept_margin_minus_gamma"] = min(worst["kept_margin_minus_gamma"], kept)
+            if np.isfinite(r["max_margin_wrong"]):
+                worst["wrong_margin"] = max(worst["wrong_margin"], r["max_margin_wrong"])
+            worst["ls_minus_tau"] = max(worst["ls_minus_tau"], r["l_s"] - inst.tau)
+    terms = [mlb.lb_rate(n, g, t) for _, n, g, t in grid]
+    rate = np.array([tt if axis == "tau" else tl for tt, tl in terms])  # the term this axis tests
+    x = np.array([p[0] for p in grid])
+    slopes = [_slope(x, row) if np.all(row > 0) else float("nan") for row in gaps]
+    consts = [float(np.exp(np.mean(np.log(row / rate)))) if np.all(row > 0) else float("nan") for row in gaps]
+    return {
+        "x": x.tolist(),
+        "n": [p[1] for p in grid],
+        "gamma": [p[2] for p in grid],
+        "tau": [p[3] for p in grid],
+        "support": [cfg.lb_fixed_support if fixed else i.u for i in insts],
+        "k_max": [i.k_max for i in insts],
+        "k_used": k_used.mean(axis=0).tolist(),
+        "regime": ["log" if fixed else i.regime for i in insts],
+        "gap_mean": gaps.mean(axis=0).tolist(),
+        "gap_se": (gaps.std(axis=0, ddof=1) / np.sqrt(cfg.lb_seeds)).tolist(),
+        "rate": rate.tolist(),
+        "slopes": slopes,
+        "theory_slope": _slope(x, rate),
+        "constants": consts,
+        "checks": {k: float(v) for k, v in worst.items()},
+    }
+
+
+def _tost(ax: dict[str, Any], tol: float) -> dict[str, float]:
+    """Two one-sided t-tests of |mean slope − theorem's slope| < tol over the per-sample slopes."""
+    from scipy.stats import t as student
+
+    d = np.asarray(ax["slopes"], dtype=float) - ax["theory_slope"]
+    mean, se, n = mean_se(d)
+    if n < 2 or not se > 0:
+        return {"diff": mean, "se": se, "n": n, "p": 1.0}
+    p = max(student.sf((mean + tol) / se, n - 1), student.cdf((mean - tol) / se, n - 1))
+    return {"diff": mean, "se": se, "n": n, "p": float(p)}
+
+
+def _slope_claim(axis: str):
+    def check(m, cfg):
+        lb = m["lower_bound"]
+        tests = {a: _tost(lb[a], cfg.slope_tol) for a in AXES}
+        ps = [tests[a]["p"] for a in AXES]
+        i = AXES.index(axis)
+        t, ax = tests[axis], lb[axis]
+        c_mean, c_se, _ = mean_se(ax["constants"])
+        numbers = dict(
+            slope=float(np.nanmean(ax["slopes"])),
+            slope_se=t["se"],
+            theory_slope=ax["theory_slope"],
+            diff=t["diff"],
+            p_equiv=t["p"],
+            p_holm=holm_adjusted(ps)[i],
+            constant=c_mean,
+            constant_se=c_se,
+            ratio_first=ax["gap_mean"][0] / ax["rate"][0],  # gap / rate at both ends: how far the constant drifts
+            ratio_last=ax["gap_mean"][-1] / ax["rate"][-1],
+            samples=t["n"],
+        )
+        want = "tau" if axis == "tau" else "log"
+        if any(r != want for r in ax["regime"]):
+            return evidence(None, note=f"some grid points are not in the {want} regime", **numbers)
+        if holm(ps, cfg.alpha)[i]:
+            return evidence(True, **numbers)
+        outside = abs(t["diff"]) - 2 * t["se"] > cfg.slope_tol
+        return evidence(False if outside else None, **numbers)
+
+    return check
+
+
+def _construction_claim(m):
+    checks = [m["lower_bound"][a]["checks"] for a in AXES]
+    return evidence(
+        all(
+            c["norm_err"] < 1e-9 and c["kept_margin_minus_gamma"] > 0 and c["wrong_margin"] < 0
+            and c["ls_minus_tau"] <= 1e-12
+            for c in checks
+        ),
+        max_norm_err=max(c["norm_err"] for c in checks),
+        min_kept_margin_minus_gamma=min(c["kept_margin_minus_gamma"] for c in checks),
+        max_wrong_margin=max(c["wrong_margin"] for c in checks),
+        max_ls_minus_tau=max(c["ls_minus_tau"] for c in checks),
+    )
+
+
 def _learner(name: str, seed: int):
     from sklearn.linear_model import Perceptron
     from sklearn.svm import LinearSVC
@@ -60,8 +183,9 @@ class MarginBounds(Study):
     name = "margin-bounds"
     paper = Paper("Tight Generalization Bounds for Large-Margin Halfspaces", "arXiv:2502.13692", "Larsen, Schalburg")
     summary = (
-        "Thm 2's gap to the lower bound stays within a constant while GKL'20's grows like ln n; bounds at the best "
-        "margin track held-out error of SVMs/perceptrons and the explicit-constant certificate is never violated."
+        "On the lower bound's hard distribution the worst max-margin halfspace's exact gap follows the theorem's rate "
+        "over n, γ and τ; Thm 2's gap to the lower bound stays within a constant while GKL'20's grows like ln n; "
+        "bounds at the best margin track held-out error of SVMs/perceptrons and the certificate is never violated."
     )
 
     @dataclass
@@ -77,6 +201,19 @@ class MarginBounds(Study):
         delta: float = 0.05
         ratio_n: tuple[float, ...] = (1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9)
         ratio_points: int = 40
+        # the lower bound's hard distribution (genlab.data.margin_lower_bound)
+        lb_n: tuple[int, ...] = (2000, 4000, 8000, 16000, 32000, 64000, 128000)  # n axis (τ = 0, γ = lb_gamma)
+        lb_gamma: Annotated[float, Range(0.001, 0.69)] = 0.1  # γ on the n and τ axes
+        lb_gammas: tuple[float, ...] = (0.02, 0.028, 0.04, 0.057, 0.08, 0.113)  # γ axis (τ = 0, n = lb_n_gamma)
+        lb_n_gamma: Annotated[int, Range(100, 10**8)] = 100000
+        lb_taus: tuple[float, ...] = (0.003, 0.006, 0.012, 0.025, 0.05, 0.1)  # τ axis (n = lb_n_tau, γ = lb_gamma)
+        lb_n_tau: Annotated[int, Range(100, 10**8)] = 200000
+        lb_seeds: Annotated[int, Range(2, 10000)] = 20  # independent samples per grid point
+        lb_fixed_exponent: Annotated[float, Range(1.01, 10.0)] = 2.0  # the fixed D: masses ∝ j^(−exponent)
+        lb_fixed_support: Annotated[int, Range(100, 10**8)] = 100000
+        lb_slack: Annotated[float, Range(0.1, 100.0)] = 1.0  # log regime: about slack·K points stay unseen
+        slope_tol: Annotated[float, Range(0.0, 10.0)] = 0.15  # |measured − theorem's log-log slope| allowed
+        alpha: Annotated[float, Range(0.0, 1.0)] = 0.05  # Holm family-wise level over the four slopes
 
         def validate(self) -> None:
             if min(self.n_train) < 10 or min(self.n_digits) < 10:
@@ -87,6 +224,16 @@ class MarginBounds(Study):
                 raise ValueError("delta must lie in (0, 1)")
             if set(self.learners) - {"svm", "perceptron"}:
                 raise ValueError("learners must be among svm, perceptron")
+            for name in ("lb_n", "lb_gammas", "lb_taus"):
+                if len(getattr(self, name)) < 3:
+                    raise ValueError(f"{name} needs at least 3 grid points to fit a slope")
+            if not all(0 < g < 0.69 for g in self.lb_gammas) or not all(0 < t < 1 for t in self.lb_taus):
+                raise ValueError("lb_gammas must lie in (0, 0.69) and lb_taus in (0, 1)")
+            for n, g in [(n, self.lb_gamma) for n in (*self.lb_n, self.lb_n_tau)] + [
+                (self.lb_n_gamma, g) for g in self.lb_gammas
+            ]:
+                if g * g * n < np.e:
+                    raise ValueError(f"the lower bound needs γ²n > e (γ = {g}, n = {n})")
 
     presets = {
         "smoke": {
@@ -96,6 +243,12 @@ class MarginBounds(Study):
             "seeds": 1,
             "ratio_points": 8,
             "ratio_n": (1e3, 1e6),
+            "lb_n": (2000, 4000, 8000, 16000),
+            "lb_gammas": (0.04, 0.057, 0.08, 0.113),
+            "lb_n_gamma": 20000,
+            "lb_taus": (0.012, 0.025, 0.05, 0.1),
+            "lb_n_tau": 40000,
+            "lb_seeds": 4,
         },
         "quick": {},
         "full": {
@@ -103,11 +256,24 @@ class MarginBounds(Study):
             "n_test": 200000,
             "seeds": 20,
             "n_digits": (100, 200, 400, 800, 1200),
+            "lb_n": (2000, 4000, 8000, 16000, 32000, 64000, 128000, 256000, 512000, 1024000),
+            "lb_gammas": (0.01, 0.014, 0.02, 0.028, 0.04, 0.057, 0.08, 0.113),
+            "lb_n_gamma": 400000,
+            "lb_taus": (0.0015, 0.003, 0.006, 0.012, 0.025, 0.05, 0.1, 0.2),
+            "lb_n_tau": 800000,
+            "lb_seeds": 200,
         },
     }
 
     def run(self, cfg: MarginBounds.Config, ctx: RunContext) -> dict[str, Any]:
         metrics: dict[str, Any] = {"ratio": _ratio_grid(np.asarray(cfg.ratio_n), cfg.ratio_points)}
+        metrics["lower_bound"] = {axis: _lb_axis(axis, cfg, ctx) for axis in AXES}
+        ctx.log(
+            "lower-bound slopes (measured / theorem): "
+            + ", ".join(
+                f"{a} {np.nanmean(v['slopes']):.3f}/{v['theory_slope']:.3f}" for a, v in metrics["lower_bound"].items()
+            )
+        )
         ctx.log(
             f"tight/LB sup={max(metrics['ratio']['tight_sup']):.3f}; GKL/LB on L=1/n: "
             f"{metrics['ratio']['gkl_path'][0]:.2f} -> {metrics['ratio']['gkl_path'][-1]:.2f}"
@@ -168,7 +334,12 @@ class MarginBounds(Study):
 
         r = metrics["ratio"]
         datasets = sorted({k.split("/")[0] for k in metrics["curves"]})
-        fig, axes = plt.subplots(1, 1 + len(datasets), figsize=(4.2 * (1 + len(datasets)), 3.6))
+        ncols = max(len(AXES), 1 + len(datasets))
+        fig, grid = plt.subplots(2, ncols, figsize=(4.2 * ncols, 7.4), squeeze=False)
+        axes = grid[0]
+        for ax in axes[1 + len(datasets) :]:
+            ax.set_visible(False)
+        _lb_panels(grid[1], metrics["lower_bound"])
         ax = axes[0]
         ax.semilogx(r["n"], r["gkl_path"], "o-", label="GKL'20 / LB  (L=1/n, γ²n=100)")
         ax.semilogx(r["n"], r["tight_path"], "s-", label="Thm 2 / LB  (L=1/n, γ²n=100)")
@@ -193,14 +364,39 @@ class MarginBounds(Study):
         path = ctx.save_figure(
             fig, "margin-bounds", dpi=90,
             caption=(
-                "Upper/lower bound gap ratios of Thm 2 and GKL'20 over n, and the bounds at the best "
+                "Top: upper/lower bound gap ratios of Thm 2 and GKL'20 over n, and the bounds at the best "
                 "margin next to the held-out error of SVMs and perceptrons on synthetic data and "
-                "digits"
+                "digits. Bottom: on the lower bound's hard distribution, the worst margin-γ halfspace's exact "
+                "gap (mean ± 2 s.e. over samples) against n, γ and τ (D tuned to each point, as in the theorem) and "
+                "against n on one fixed power-law D, on log-log axes, with the theorem's rate times the fitted "
+                "constant"
             ),
         )
         return [path]
 
     claims = [
+        *[
+            Claim(
+                f"lb-slope-{axis.replace('_', '-')}",
+                f"on the lower bound's hard distribution the worst margin-γ halfspace's exact gap L_D − L_S^γ has "
+                f"a log-log slope over {label} within {{slope_tol}} of the theorem's {term} "
+                "(equivalence test over samples, Holm across the four slopes at {alpha})",
+                _slope_claim(axis),
+            )
+            for axis, label, term in (
+                ("n", "n (τ = 0)", "ln(γ²n)/(γ²n)"),
+                ("gamma", "γ (τ = 0)", "ln(γ²n)/(γ²n)"),
+                ("tau", "τ", "sqrt(τ ln(e/τ)/(γ²n))"),
+                ("n_fixed", "n on one fixed power-law D (masses ∝ j^-{lb_fixed_exponent}, τ = 0)", "ln(γ²n)/(γ²n)"),
+            )
+        ],
+        Claim(
+            "lb-construction",
+            "every halfspace the adversary builds has unit norm, margin > γ on the points it keeps, a negative "
+            "margin on the points it gives up and L_S^γ ≤ τ",
+            lambda m, cfg: _construction_claim(m),
+            kind="identity",
+        ),
         Claim(
             "thm2-ratio-bounded",
             "Thm 2's gap stays within a small constant (<= 3) of the lower bound's over the whole (n, γ, L) grid",
@@ -242,6 +438,25 @@ class MarginBounds(Study):
             kind="identity",
         ),
     ]
+
+
+def _lb_panels(axes, lb: dict[str, Any]) -> None:
+    labels = {"n": "n (τ = 0)", "gamma": "γ (τ = 0)", "tau": "τ", "n_fixed": "n (τ = 0, one fixed power-law D)"}
+    terms = {"n": "ln(γ²n)/(γ²n)", "gamma": "ln(γ²n)/(γ²n)", "tau": "sqrt(τ ln(e/τ)/(γ²n))", "n_fixed": "ln(γ²n)/(γ²n)"}
+    for ax, axis in zip(axes, AXES):
+        d = lb[axis]
+        x, g, se = np.array(d["x"]), np.array(d["gap_mean"]), np.array(d["gap_se"])
+        c = float(np.nanmean(d["constants"]))
+        ax.errorbar(x, g, yerr=2 * se, fmt="o", ms=3, color="k", label="measured gap (worst w)")
+        ax.plot(x, c * np.array(d["rate"]), "C3-", label=f"{c:.2f} × {terms[axis]}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(labels[axis])
+        ax.set_ylabel("L_D(w) − L_S^γ(w)")
+        ax.set_title(
+            f"slope {np.nanmean(d['slopes']):.3f} (theorem {d['theory_slope']:.3f})", fontsize=9
+        )
+        ax.legend(fontsize=7)
 
 
 def _curves(runs: list[dict[str, Any]]) -> dict[str, dict[str, list[float]]]:
