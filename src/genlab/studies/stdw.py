@@ -211,7 +211,8 @@ def stdw_adapt(
     ``labels="online"`` (the paper's batch-wise online pseudo-labels): each batch of an unlabelled domain is
     pseudo-labelled by the current model, least confident ``confidence_q`` of the batch masked out.
     ``labels="domain"``: each domain is pseudo-labelled once when it becomes the next domain (frozen teacher,
-    GST-style) and filtered examples are dropped; with ``const1`` this is exactly :func:`gst_adapt` (tested).
+    GST-style) and filtered examples are dropped; with ``const1`` this is exactly :func:`gst_adapt` (tested) when no
+    domain is larger than the one after it (otherwise the shorter next domain cycles to the previous one's length).
     Domain 0 always uses its true labels ``y0``.
     """
     import torch
