@@ -413,6 +413,11 @@ def _contrast_claim(key: str):
             va, vb = np.asarray(_arm_values(m, ds, a)), np.asarray(_arm_values(m, ds, b))
             per_ds[f"{ds}_mean"] = round(float((va - vb).mean()), 4)
         sel = {f"{ds}_selected": select_fixed_rho(m["source_val"][ds]) for ds in m["target"]} if b == BEST_FIXED else {}
+        ctx_arm = "stdwf-linear"  # context only (not tested): the same weighting with a frozen teacher's labels
+        if a == "stdw-linear" and all(ctx_arm in m["target"][ds] for ds in m["target"]):
+            cf = stats.paired([x for ds in m["target"] for x in m["target"][ds][ctx_arm]],
+                              [x for ds in m["target"] for x in _arm_values(m, ds, b)])
+            sel |= {"context_frozen_labels_mean": round(cf.mean, 4), "context_frozen_labels_se": round(cf.se, 4)}
         return evidence(
             held,
             f"reproduced iff mean - 2 s.e. > {margin} and Holm-adjusted p <= {cfg.alpha} (over the "
