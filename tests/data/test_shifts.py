@@ -1,4 +1,4 @@
-"""Shift generators: rotation exactness, domain sequences' structure, spurious-colour statistics."""
+"""Shift generators: rotation exactness and spurious-colour statistics."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from genlab.data.shifts import (
     COVARIATE,
     NEUTRAL,
     REVERSED,
-    domain_sequence,
     rotate_images,
     spurious_digits,
 )
@@ -27,32 +26,6 @@ def test_rotate_identity_quarter_turn_and_mass():
     blob = np.exp(-(xx**2 + (yy / 2) ** 2) / 2)[None]
     out = rotate_images(blob, np.array([37.0]))
     assert out.sum() == pytest.approx(blob.sum(), rel=0.03)
-
-
-@pytest.mark.parametrize("name", ["rotated-digits", "intensity-digits", "portraits-like", "drifting-tabular"])
-def test_domain_sequences_structure(name):
-    seq = domain_sequence(name, seed=1, n_domains=4, per_domain=50)
-    assert seq.n_domains == 5
-    assert all(x.shape == (50, seq.dim) and x.dtype == np.float32 for x in seq.xs)
-    assert all(y.shape == (50,) and y.max() < seq.n_classes for y in seq.ys)
-    assert np.all(np.diff(seq.shifts) > 0)  # the shift grows along the sequence
-    xt, yt = seq.target_test
-    assert xt.shape[1] == seq.dim and len(xt) == len(yt) > 0
-    again = domain_sequence(name, seed=1, n_domains=4, per_domain=50)
-    assert all(np.array_equal(a, b) for a, b in zip(seq.xs, again.xs))
-
-
-def test_intensity_and_rotation_shift_parameters():
-    seq = domain_sequence("intensity-digits", seed=0, n_domains=4, per_domain=100)
-    means = [x.mean() for x in seq.xs]
-    assert np.all(np.diff(means) > 0) and seq.shifts[0] == 0.0 and seq.shifts[-1] > 0.8
-    rot = domain_sequence("rotated-digits", seed=0, n_domains=4, per_domain=100, max_angle=45.0)
-    assert rot.shifts[0] < 5 and 35 < rot.shifts[-1] <= 45
-
-
-def test_unknown_sequence_is_a_clear_error():
-    with pytest.raises(ValueError, match="known"):
-        domain_sequence("mnist-real")
 
 
 def test_spurious_digits_colour_statistics():
