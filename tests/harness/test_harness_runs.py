@@ -81,6 +81,17 @@ def test_process_pool_matches_serial(tmp_path):
     assert [r.seed for r in pool] == [0, 1, 2]
 
 
+def test_the_pool_starts_the_longest_runs_first_and_returns_results_in_spec_order(tmp_path):
+    from genlab.harness.runner import _longest_first
+
+    specs = [RunSpec(name, "quick", {}, 0, str(tmp_path)) for name in ("phi-curve", "toy-mean", "dit-locality",
+                                                                       "margin-bounds")]
+    assert [specs[i].study for i in _longest_first(specs)] == ["dit-locality", "phi-curve", "margin-bounds",
+                                                               "toy-mean"]  # toy-mean has no typical time
+    mixed = [RunSpec("toy-mean", "smoke", {"n": 200}, s, str(tmp_path / "mixed")) for s in (2, 0, 1)]
+    assert [r.seed for r in run_many(mixed, "local", jobs=2)] == [2, 0, 1]
+
+
 def test_a_failing_run_does_not_stop_the_others(tmp_path):
     specs = [*_specs(tmp_path, (0,)), RunSpec("toy-mean", "smoke", {"fail": True}, 1, str(tmp_path))]
     results = run_many(specs, "local", jobs=2)

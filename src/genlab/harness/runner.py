@@ -302,10 +302,27 @@ def run_many(
     return _run_ray(specs, jobs, address, on_done)
 
 
+def _longest_first(specs: list[RunSpec]) -> list[int]:
+    """Indices of ``specs``, longest expected run first (the typical times measured for the release; unknown ones
+    last): a pool that starts the long runs first does not end waiting on one of them."""
+    from genlab.harness.study import typical_seconds
+
+    def expected(spec: RunSpec) -> float:
+        return (typical_seconds(spec.study) or {}).get(spec.preset, 0.0)
+
+    return sorted(range(len(specs)), key=lambda i: -expected(specs[i]))
+
+
 def _run_pool(specs: list[RunSpec], jobs: int, on_done: Callable[[RunResult], None] | None) -> list[RunResult]:
     from genlab.harness.workers import run_in_pool
 
-    return run_in_pool(execute_safely, specs, jobs, on_done=(lambda _i, r: on_done(r)) if on_done else None)
+    order = _longest_first(specs)
+    done = run_in_pool(execute_safely, [specs[i] for i in order], jobs,
+                       on_done=(lambda _i, r: on_done(r)) if on_done else None)  # fmt: skip
+    results: list[RunResult] = [None] * len(specs)  # type: ignore[list-item]
+    for i, r in zip(order, done):
+        results[i] = r
+    return results
 
 
 def _run_ray(
