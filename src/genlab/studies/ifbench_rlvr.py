@@ -3,18 +3,20 @@ language model to follow constraint types it was never trained on (Pyatkin et al
 
 A mechanism study with the paper's protocol. The paper fine-tunes 7B+ models with GRPO on prompts carrying
 IFEval ∪ IFTrain constraints and scores IFBench's unseen constraint types. Here a tiny transformer LM lives in a
-synthetic "instruction world": a prompt is a list of constraint tokens (with a word argument where the constraint
-takes one) and a response is a string of words. Seven constraint types with IFEval / IFTrain checkers are the
-*training* types; four other types, three of them IFBench checkers, are *held out*: no fine-tuning prompt carries
-them. Every verdict and reward comes from genlab's IFBench checkers on the detokenised text.
+synthetic "instruction world": a prompt is one argument word and 1-2 constraint-type tokens, a response is a
+string of words. Eight constraint types with IFEval / IFTrain checkers are the *training* types; four types with
+IFBench checkers are *held out*: no fine-tuning prompt carries them. Every verdict and reward comes from genlab's
+IFBench checkers on the detokenised text.
 
 1. **Instruction-reading prior.** The LM is first pre-trained (supervised, next-token) on instruction/response text
-   generated offline over *all* eleven types: with probability ``comply_prob`` a response follows every
-   constraint of its prompt, otherwise it ignores the prompt (random words). So the pre-trained policy has learnt
-   what each constraint token asks for, but follows it only part of the time — as a base LM does.
-2. From that one checkpoint, per seed: **GRPO** (group-normalised advantages, genlab's IFBench reward, k3 KL to
-   the pre-trained policy with the paper's β = 0.01), online **DPO** (pairs of the policy's own samples ranked by
-   the same reward) and **SFT** (constraint-satisfying demonstrations), all on training-type prompts only.
+   generated offline over *all* twelve types: with probability ``comply_prob`` a response follows every
+   constraint of its prompt, otherwise it ignores the prompt (random words). So the pre-trained policy can learn
+   what a constraint token asks for, but follows it only part of the time — as a base LM does. (In the quick
+   budget it learns the flag-like types, not to place the argument word: see the docs page.)
+2. From that one checkpoint (shared by every seed), per seed: **GRPO** (group-normalised advantages, genlab's
+   IFBench reward, k3 KL to the pre-trained policy with the paper's β = 0.01), online **DPO** (pairs of the
+   policy's own samples ranked by the same reward) and **SFT** (constraint-satisfying demonstrations), all on
+   training-type prompts only.
 3. All four policies are scored by the real checkers (strict, prompt level) on fresh prompts of the training types
    and of the held-out types.
 
@@ -344,7 +346,8 @@ class IFBenchRLVR(Study):
                   "eval_prompts": 20, "d_model": 32, "n_layers": 1, "micro_batch": 5},
         "quick": {},
         "full": {"seeds": 5, "d_model": 128, "n_layers": 4, "max_constraints": 3, "pretrain_steps": 4000,
-                 "finetune_steps": 1500, "prompts_per_step": 32, "group": 16, "eval_prompts": 1000},
+                 "finetune_steps": 1500, "prompts_per_step": 32, "group": 16, "eval_prompts": 1000,
+                 "generation_batch": 64, "micro_batch": 8},
     }  # fmt: skip
 
     claims = [
