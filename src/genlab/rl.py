@@ -1,6 +1,7 @@
 """genlab's RL pieces: a vectorised, language-conditioned pick-up grid world (numpy, Gymnasium-style API) for a
 toy VLA, and the RL objectives every study shares — GAE, GRPO group advantages, the DPO loss, and token-level GRPO
-for language-model policies (:func:`completion_mask`, :func:`grpo_loss`, :func:`policy_gradient_step`).
+and DPO for language-model policies (:func:`completion_mask`, :func:`grpo_loss`, :func:`policy_gradient_step`,
+:func:`sequence_logprobs`, :func:`preference_pairs`, :func:`dpo_step`).
 
 The observation follows MiniGrid's symbolic conventions: an ``(H, W, 3)`` integer image per environment whose
 channels are (object type, colour, agent-here flag) with MiniGrid's type ids (wall 2, floor 3, key 5, ball 6,
@@ -240,7 +241,7 @@ def gae(rewards, values, active, gamma: float, lam: float):
     return adv
 
 
-# -- token-level GRPO for language-model policies (ifbench-rlvr; any model with token_logprobs) ----------------
+# -- token-level GRPO and DPO for language-model policies (ifbench-rlvr; any model with token_logprobs) --------
 
 
 def completion_mask(completions: torch.Tensor, eos: int | Sequence[int]) -> torch.Tensor:
@@ -311,3 +312,58 @@ def policy_gradient_step(
         loss = grpo_loss(logp, mask[rows], weights[rows], ref_logp, beta)
         (loss if size == n else loss * (len(logp) / n)).backward()
     optimizer.step()
+
+
+def sequence_logprobs(policy: Any, prompts: Any, completions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """log π(completion | prompt) per row: the sum of the token log-probabilities under ``mask``
+    (:func:`completion_mask`: through the first end token)."""
+    return (policy.token_logprobs(prompts, completions) * mask).sum(1)
+
+
+def dpo_step(
+    policy: Any,
+    optimizer: torch.optim.Optimizer,
+    prompts: Any,
+    chosen: torch.Tensor,
+    rejected: torch.Tensor,
+    *,
+    eos: int | Sequence[int],
+    ref: Any,
+    beta: float,
+    micro_batch: int = 0,
+) -> float:
+    """One optimiser step on :func:`dpo_loss` for preference pairs: ``chosen[i]`` preferred to ``rejected[i]``,
+    both answering ``prompts[i]``; sequence log-probabilities (:func:`sequence_logprobs`) under ``policy`` and
+    the frozen ``ref``. ``policy``, ``ref`` and ``prompts`` are as in :func:`policy_gradient_step`, and so is
+    ``micro_batch`` (slices of that many pairs, gradients accumulated: the same update). Returns the loss."""
+    import torch
+
+    n = len(chosen)
+    size = micro_batch if 0 < micro_batch < n else n
+    mask_w, mask_l = completion_mask(chosen, eos), completion_mask(rejected, eos)
+    optimizer.zero_grad()
+    total = 0.0
+    for start in range(0, n, size):
+        rows = slice(start, start + size)
+        logp_w = sequence_logprobs(policy, prompts[rows], chosen[rows], mask_w[rows])
+        logp_l = sequence_logprobs(policy, prompts[rows], rejected[rows], mask_l[rows])
+        with torch.no_grad():
+            ref_w = sequence_logprobs(ref, prompts[rows], chosen[rows], mask_w[rows])
+            ref_l = sequence_logprobs(ref, prompts[rows], rejected[rows], mask_l[rows])
+        loss = dpo_loss(logp_w, logp_l, ref_w, ref_l, beta) * (len(logp_w) / n)
+        loss.backward()
+        total += float(loss.detach())
+    optimizer.step()
+    return total
+
+
+def preference_pairs(rewards: torch.Tensor, group: int) -> list[tuple[int, int]]:
+    """(chosen, rejected) row indices from ``group`` consecutive samples per prompt ranked by reward: the first
+    best against the first worst of each group; a group whose rewards are all equal gives no pair."""
+    r = rewards.reshape(-1, group)
+    pairs = []
+    for g, row in enumerate(r.tolist()):
+        hi, lo = max(range(group), key=row.__getitem__), min(range(group), key=row.__getitem__)
+        if row[hi] > row[lo]:
+            pairs.append((g * group + hi, g * group + lo))
+    return pairs

@@ -28,15 +28,17 @@ def test_hf_route_trains_evaluates_and_is_deterministic(tiny_model, tmp_path):
     overrides = {**TINY, "model_path": str(tiny_model)}
     first = run_study("ifbench-rlvr", "smoke", overrides, seed=0, root=tmp_path / "a")
     m = first.metrics
-    for arm in ("base", "sft", "grpo"):
+    for arm in ("base", "sft", "dpo", "grpo"):
         for split in ("id", "ood"):
             assert len(m["acc"][arm][split]) == 1 and 0.0 <= m["acc"][arm][split][0] <= 1.0
+            assert m["acc"][arm][split][0] == sum(m["follow"][arm][split][0]) / 3  # per-prompt verdicts agree
     assert m["eval_prompts"] == {"id": 3, "ood": 3}
-    assert [len(c) for c in m["reward_curve"]] == [2]
-    assert all(0.0 <= r <= 1.0 for r in m["reward_curve"][0])
+    assert {algo: [len(c) for c in curves] for algo, curves in m["reward_curve"].items()} == {"grpo": [2], "dpo": [2]}
+    assert all(0.0 <= r <= 1.0 for r in m["reward_curve"]["grpo"][0] + m["reward_curve"]["dpo"][0])
+    assert m["heldout_in_training"] == 0  # no training prompt carries an IFBench test constraint
     assert m["param_delta"]["grpo"][0] > 0  # the GRPO steps moved the weights
     assert (m["param_delta"]["sft"][0] > 0) == (m["sft_accepted"][0] > 0)  # SFT moves only on accepted samples
-    assert len(first.verdicts) == 3 and sorted((first.run_dir / "figures").glob("*.png"))
+    assert len(first.verdicts) == 6 and sorted((first.run_dir / "figures").glob("*.png"))
     second = run_study("ifbench-rlvr", "smoke", overrides, seed=0, root=tmp_path / "b")
     assert second.metrics == m
 

@@ -10,8 +10,10 @@ the package's base prompts), ``finetune_steps`` × ``prompts_per_step`` of them.
 * **GRPO**: at each step the policy samples ``group`` responses per prompt, genlab's reward (fraction of the
   prompt's constraints followed) gives group-normalised advantages, one on-policy step of
   :func:`genlab.rl.grpo_loss` (KL to the base when ``beta > 0``), as in the tiny world.
+* **DPO** (online): the same samples and reward, the best and the worst sample of each prompt's group (when
+  their rewards differ) make a preference pair, one step of :func:`genlab.rl.dpo_step` against the base.
 
-All three are scored with greedy decoding by genlab's IFBench evaluator (strict, prompt level) on fresh make-train
+All four are scored with greedy decoding by genlab's IFBench evaluator (strict, prompt level) on fresh make-train
 prompts (in domain) and on IFBench test constraints (out of domain): base prompts with one IFBench test
 constraint each, or the rows of the prompt file ``ood_prompts``. Optimiser: AdamW at ``hf_lr`` for both arms.
 """
@@ -30,28 +32,39 @@ def run_hf(cfg: Any, ctx: RunContext) -> dict[str, Any]:
     device = ctx.device  # as asked with --device (the harness checks that it exists)
     base = HFPolicy.load(cfg.model_path, device=device, dtype=cfg.hf_dtype)
     ctx.log(f"model {cfg.model_path} on {device} ({cfg.hf_dtype})")
-    acc: dict[str, dict[str, list[float]]] = {a: {"id": [], "ood": []} for a in ("base", "sft", "grpo")}
-    curves, accepted = [], []
-    delta: dict[str, list[float]] = {"sft": [], "grpo": []}
+    arms = ("base", "sft", "dpo", "grpo")
+    acc: dict[str, dict[str, list[float]]] = {a: {"id": [], "ood": []} for a in arms}
+    follow: dict[str, dict[str, list[list[int]]]] = {a: {"id": [], "ood": []} for a in arms}
+    curves: dict[str, list[list[float]]] = {"grpo": [], "dpo": []}
+    accepted, overlap = [], 0
+    delta: dict[str, list[float]] = {"sft": [], "dpo": [], "grpo": []}
     for seed in ctx.progress(range(cfg.seeds), desc="seeds"):
         train, tests = prompt_sets(cfg, ctx, seed)
+        ood_ids = {cid for item in tests["ood"] for cid in item.instruction_id_list}
+        overlap += sum(bool(ood_ids & set(row["instruction_id_list"])) for row in train)
         result = {"base": {split: accuracy(base, items, cfg) for split, items in tests.items()}}
         sft = base.clone()
         accepted.append(train_rft(sft, base, train, cfg, ctx.torch_generator("rft", seed)))
         result["sft"] = {split: accuracy(sft, items, cfg) for split, items in tests.items()}
         delta["sft"].append(param_distance(sft, base))
         del sft
-        grpo = base.clone()
-        curves.append(train_grpo(grpo, base, train, cfg, ctx, seed))
-        result["grpo"] = {split: accuracy(grpo, items, cfg) for split, items in tests.items()}
-        delta["grpo"].append(param_distance(grpo, base))
-        del grpo
+        for algo in ("dpo", "grpo"):
+            policy = base.clone()
+            curves[algo].append(train_rl(policy, base, train, cfg, ctx, seed, algo))
+            result[algo] = {split: accuracy(policy, items, cfg) for split, items in tests.items()}
+            delta[algo].append(param_distance(policy, base))
+            del policy
         for arm, splits in result.items():
-            for split, value in splits.items():
+            for split, (value, rows) in splits.items():
                 acc[arm][split].append(value)
-        ctx.log(f"seed {seed}: " + ", ".join(f"{a} id {v['id']:.2f} ood {v['ood']:.2f}" for a, v in result.items()))
+                follow[arm][split].append(rows)
+        ctx.log(
+            f"seed {seed}: " + ", ".join(f"{a} id {v['id'][0]:.2f} ood {v['ood'][0]:.2f}" for a, v in result.items())
+        )
     return {
         "acc": acc,
+        "follow": follow,
+        "heldout_in_training": overlap,
         "reward_curve": curves,
         "model": base.name,
         "param_delta": delta,
@@ -120,30 +133,35 @@ def _sample_and_score(policy, rows, cfg, generator) -> tuple[Any, Any, Any]:
     from genlab.ifbench.reward import score_batch
 
     prompts = policy.encode([_chat(row) for row in rows for _ in range(cfg.group)])
-    comp = policy.sample(prompts, cfg.hf_max_new, 1.0, generator, cfg.hf_micro_batch)
+    comp = policy.sample(prompts, cfg.hf_max_new, 1.0, generator, cfg.generation_batch)
     truths = [_truth(row) for row in rows for _ in range(cfg.group)]
     rewards = torch.tensor(score_batch(policy.decode(comp), truths, workers=1, scale=1.0), dtype=torch.float32)
     return prompts, comp, rewards
 
 
-def train_grpo(policy, ref, train, cfg, ctx: RunContext, seed: int) -> list[float]:
-    """GRPO on the training rows; returns the mean reward of each step's samples."""
+def train_rl(policy, ref, train, cfg, ctx: RunContext, seed: int, algo: str) -> list[float]:
+    """GRPO (``algo="grpo"``) or online DPO on the training rows; returns the mean reward of each step's samples."""
     import torch
 
-    from genlab.rl import group_advantages, policy_gradient_step
+    from genlab.rl import dpo_step, group_advantages, policy_gradient_step, preference_pairs
 
-    gen = ctx.torch_generator("sample", seed)
+    gen = ctx.torch_generator("sample" if algo == "grpo" else "dpo-sample", seed)
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.hf_lr, weight_decay=0.0)
     curve = []
     for step, rows in enumerate(_steps(train, cfg)):
         prompts, comp, rewards = _sample_and_score(policy, rows, cfg, gen)
-        advantages = group_advantages(rewards, cfg.group)
-        policy_gradient_step(
-            policy, opt, prompts, comp, advantages, eos=policy.eos_ids, ref=ref, beta=cfg.beta,
-            micro_batch=cfg.hf_micro_batch,
-        )  # fmt: skip
+        if algo == "grpo":
+            advantages = group_advantages(rewards, cfg.group)
+            policy_gradient_step(
+                policy, opt, prompts, comp, advantages, eos=policy.eos_ids, ref=ref, beta=cfg.beta,
+                micro_batch=cfg.micro_batch,
+            )  # fmt: skip
+        elif pairs := preference_pairs(rewards, cfg.group):
+            win, lose = [p[0] for p in pairs], [p[1] for p in pairs]
+            dpo_step(policy, opt, prompts[win], comp[win], comp[lose], eos=policy.eos_ids, ref=ref,
+                     beta=cfg.dpo_beta, micro_batch=cfg.micro_batch)  # fmt: skip
         curve.append(float(rewards.mean()))
-        ctx.record(seed=seed, step=step, reward=curve[-1])
+        ctx.record(seed=seed, algo=algo, step=step, reward=curve[-1])
     return curve
 
 
@@ -163,23 +181,26 @@ def train_rft(policy, base, train, cfg, generator) -> float:
         if keep:  # a step without an accepted sample makes no update
             ones = torch.ones(len(keep))
             policy_gradient_step(
-                policy, opt, prompts[keep], comp[keep], ones, eos=policy.eos_ids, micro_batch=cfg.hf_micro_batch
+                policy, opt, prompts[keep], comp[keep], ones, eos=policy.eos_ids, micro_batch=cfg.micro_batch
             )
     return kept / total if total else 0.0
 
 
-def accuracy(policy, items: list, cfg: Any) -> float:
-    """Greedy responses scored by genlab's IFBench evaluator: strict prompt-level accuracy."""
+def accuracy(policy, items: list, cfg: Any) -> tuple[float, list[int]]:
+    """Greedy responses scored by genlab's IFBench evaluator: strict prompt-level accuracy and each prompt's
+    verdict (1: every instruction followed)."""
     from genlab.ifbench.evaluator import evaluate
     from genlab.ifbench.generate import messages_of
 
-    size = cfg.hf_micro_batch or len(items)
+    size = cfg.generation_batch or len(items)
     responses: dict[str, str] = {}
     for start in range(0, len(items), size):
         part = items[start : start + size]
         comp = policy.sample(policy.encode([messages_of(it) for it in part]), cfg.hf_max_new, temperature=0)
         responses.update(zip((it.prompt for it in part), policy.decode(comp)))
-    return float(evaluate(items, responses, workers=1).summary(bootstrap=0)["strict"]["prompt_level"])
+    result = evaluate(items, responses, workers=1)
+    rows, _ = result.matrix("strict")
+    return float(result.summary(bootstrap=0)["strict"]["prompt_level"]), [int(bool(r) and all(r)) for r in rows]
 
 
 def param_distance(a, b) -> float:
