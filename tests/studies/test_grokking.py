@@ -189,20 +189,32 @@ def test_onset_family_is_holm_corrected():
 def test_kappa_share_claim_beats_a_placebo():
     steps = list(range(0, 2001, 100))
 
-    def series(kappa_drop_at, placebo_drop_at):
-        def drop(at):
-            return [100.0 if st < at else 1.0 for st in steps]
+    def drop(at, width=100):  # a sharp drop of 100× around `at`
+        return [100.0 if st < at - width else (1.0 if st > at + width else 10.0) for st in steps]
 
-        return {"step": steps, "kappa_bound": drop(kappa_drop_at), "ncc": [10.0 * 0.9**i for i in range(21)],
-                "param_norm": drop(placebo_drop_at)}
-
-    def metrics(s):
+    def metrics(kappa, loss):
         r = {"onset": 1000, "t_mem": 100, "window": [800, 1200]}
-        return {"modular": {"add": {"baseline": [r]}}, "series": {"modular/add/baseline/0": s}}
+        s = {"step": steps, "kappa_bound": kappa, "ncc": [10.0 * 0.9**i for i in range(21)], "train_loss": loss}
+        return {"modular": {"add": {"baseline": [r, r]}}, "series": {"modular/add/baseline/0": s,
+                                                                     "modular/add/baseline/1": s}}
 
-    assert check_kappa_times_onset(metrics(series(1000, 300)), CFG).held is True
-    # a placebo that drops just as sharply inside the window: κ is no more concentrated than it → fails
-    assert check_kappa_times_onset(metrics(series(1000, 1000)), CFG).held is False
+    loglinear = [10.0 * 0.8**i for i in range(21)]
+    ok = check_kappa_times_onset(metrics(drop(1000), loglinear), CFG)
+    assert ok.held is True and ok.numbers["loglinear_null_share"] == [pytest.approx(400 / 1900, abs=1e-3)] * 2
+    # a placebo (the training loss) that drops just as sharply inside the window: κ is no more concentrated
+    assert check_kappa_times_onset(metrics(drop(1000), drop(1000)), CFG).held is None
+    # κ dropping before the window, the loss inside it: fails
+    assert check_kappa_times_onset(metrics(drop(400), drop(1000)), CFG).held is False
+
+
+def test_suppression_accuracy_claim():
+    from genlab.studies.grokking import check_suppress_accuracy
+
+    m = _fake_metrics([800, 850, 820], [1400, 1500, 1450])
+    assert check_suppress_accuracy(m, CFG).held is True
+    for r in m["modular"]["add"]["suppress"][1:]:
+        r["final_test_acc"] = 0.1  # training died late
+    assert check_suppress_accuracy(m, CFG).held is None
 
 
 def test_lambda_schedule_and_terms():
@@ -227,6 +239,8 @@ def test_lambda_schedule_and_terms():
     size = float(flatness_penalty(feats, w, logits, 2.0, True).detach())
     assert float(ctl.detach()) == pytest.approx(size)
     gw, gf = torch.autograd.grad(ctl, (w, feats), allow_unused=True)
+    matched = regularizer_term(Regime(steps=1, lr=1.0, reg="normpen"), feats, w, logits, y, 3, size=7.5)
+    assert float(matched.detach()) == pytest.approx(7.5)  # matched to a given size (the ascent run's)
     assert gw is None and torch.allclose(gf, 2 * size / float((feats.detach() ** 2).sum(1).mean()) * feats / 12)
 
 
@@ -285,3 +299,10 @@ def test_config_validation():
         Grokking.config("quick", {"ops": ("pow",)})
     with pytest.raises(ValueError, match="ascent_off"):
         Grokking.config("quick", {"ascent_off": 10**6})
+
+
+def test_shortened_arms_must_outlast_the_switch_off():
+    with pytest.raises(ValueError, match="control_steps"):
+        Grokking.config("quick", {"control_steps": 900})
+    full = Grokking.config("full")
+    assert full.encourage_steps == 0 and full.control_steps == 0  # the transformer runs every arm in full

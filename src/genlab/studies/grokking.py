@@ -28,13 +28,13 @@ from torch import nn
 
 from genlab.data.digits import digits_split
 from genlab.data.modular import OPERATIONS, modular_split, one_hot_pairs, token_sequences, vocab_size
-from genlab.harness import Claim, Paper, RunContext, Study, by_seeds, register
+from genlab.harness import Claim, Paper, RunContext, Study, by_seeds, evidence, register
 from genlab.harness.torch_setup import setup_torch
 from genlab.measures.flatness import flatness_penalty, softmax_ce_flatness_terms
 from genlab.measures.neural_collapse import nc1, nc2, nc3, nc4, ncc
 from genlab.nn.mlp import MLP
 from genlab.nn.transformer import TinyTransformer
-from genlab.stats import holm_adjusted
+from genlab.stats import holm_adjusted, paired
 
 ARMS = ("baseline", "ascent", "suppress", "encourage", "normpen")
 DIGITS_ARMS = ("baseline", "ascent", "suppress")
@@ -104,6 +104,7 @@ class Regime:
     reg_off: int | None = None  # step at which the regulariser is removed (None = never)
     start_at_mem: bool = False  # switch the regulariser on at memorisation (batch accuracy >= 0.99), not step 0
     ramp: int = 0  # then raise λ linearly from 0 to ``lam`` over this many steps (0 = at once)
+    target_sizes: tuple[float, ...] | None = None  # normpen: the term's size per step (the ascent run's |term|)
     temperature: float = 2.0
     normalize_features: bool = True
     weight_cap: float = 50.0
@@ -153,14 +154,20 @@ def regularizer_lambda(regime: Regime, step: int, t_on: int | None) -> float:
 
 
 def regularizer_term(
-    regime: Regime, feats: torch.Tensor, weight: torch.Tensor, logits: torch.Tensor, y: torch.Tensor, k: int
+    regime: Regime,
+    feats: torch.Tensor,
+    weight: torch.Tensor,
+    logits: torch.Tensor,
+    y: torch.Tensor,
+    k: int,
+    size: float | None = None,
 ) -> torch.Tensor:
     """The term added to the loss, to be multiplied by λ (its sign is part of the term).
 
     ascent: −flatness (pushes away from flat solutions); suppress: −NCC; encourage: +NCC; normpen: the control,
-    c·mean‖φ‖² on the hidden (penultimate) features with c = |flatness| / mean‖φ‖² evaluated at this step without
-    gradient, so its value equals the ascent term's size on the same model and batch but its gradient targets
-    only the hidden-layer norm.
+    c·mean‖φ‖² on the hidden (penultimate) features with c = size / mean‖φ‖² held fixed (no gradient) at this step,
+    so the term's value is ``size`` (in the study: the ascent run's |λ·term| at the same step; by default the
+    flatness term on this model and batch) but its gradient targets only the hidden-layer norm.
     """
     if regime.reg == "ascent":
         return -flatness_penalty(feats, weight, logits, regime.temperature, regime.normalize_features)
@@ -171,7 +178,8 @@ def regularizer_term(
     if regime.reg == "normpen":
         sq = (feats * feats).sum(1).mean()
         with torch.no_grad():
-            size = flatness_penalty(feats, weight, logits, regime.temperature, regime.normalize_features)
+            if size is None:
+                size = flatness_penalty(feats, weight, logits, regime.temperature, regime.normalize_features)
             scale = size / sq.clamp_min(1e-12)
         return scale * sq
     raise ValueError(f"no regulariser {regime.reg!r}")
@@ -183,8 +191,10 @@ def train(
     num_classes: int,
     regime: Regime,
     gen: torch.Generator,
+    sizes_out: list[float] | None = None,
 ) -> dict[str, list[float]]:
-    """Train ``model`` under ``regime``; returns the logged time series (keys: SERIES_KEYS)."""
+    """Train ``model`` under ``regime``; returns the logged time series (keys: SERIES_KEYS). ``sizes_out``, if
+    given, receives |λ·term| of the regulariser at every step."""
     x_tr, y_tr, x_te, y_te = data
     params = list(model.parameters())
     if regime.optimizer == "adamw":
@@ -200,6 +210,7 @@ def train(
     pos = 0
     t_on = None if regime.start_at_mem else 0  # step at which the regulariser starts
     term = 0.0
+    sizes: list[float] = []  # |λ·term| at every step (the control arm is matched to the ascent's)
     for step in range(regime.steps + 1):
         logging = step % regime.log_every == 0 or step == regime.steps
         if logging:
@@ -214,6 +225,8 @@ def train(
             model.train()
         if step == regime.steps:
             series["reg_term"].append(term)
+            if sizes_out is not None:
+                sizes_out.extend(sizes)
             break
         if bs == n:
             xb, yb = x_tr, y_tr
@@ -230,9 +243,13 @@ def train(
         lam = regularizer_lambda(regime, step, t_on)
         term = 0.0
         if lam > 0:
-            reg = regularizer_term(regime, feats, model.head.weight, logits, yb, num_classes)
+            target = None
+            if regime.target_sizes is not None:
+                target = regime.target_sizes[step] / lam if step < len(regime.target_sizes) else 0.0
+            reg = regularizer_term(regime, feats, model.head.weight, logits, yb, num_classes, target)
             loss = loss + lam * reg
             term = float(lam * reg.detach())
+        sizes.append(abs(term))
         if logging:
             series["reg_term"].append(term)
         opt.zero_grad(set_to_none=True)
@@ -322,43 +339,50 @@ def check_nc_early(m: dict, cfg) -> Any:
 
 
 def check_kappa_times_onset(m: dict, cfg) -> Any:
-    """Of the total log-decrease from memorisation to the end, κ loses a larger share inside the onset window
-    than NCC does *and* than a placebo, the squared parameter norm ‖θ‖² (which weight decay shrinks steadily), does
-    (κ times the onset better than collapse, and better than any slowly decreasing quantity)."""
-    helds, shares_by_key = [], {k: [] for k in ("kappa_bound", "ncc", "param_norm")}
+    """Of each quantity's total log-decrease from memorisation to the end, κ loses a larger share inside the onset
+    window than NCC does, than a placebo — the training loss, which also falls monotonically — does, and than a
+    quantity decaying log-linearly from memorisation to the end would (the null share = window / span). Over the
+    baseline runs: paired mean − 2 s.e. of (κ share − other share) > 0 for all three; any mean + 2 s.e. < 0 fails."""
+    keys = ("kappa_bound", "ncc", "train_loss")
+    shares_by_key: dict[str, list[float]] = {k: [] for k in (*keys, "null")}
     for op in m["modular"]:
         for i, r in enumerate(m["modular"][op]["baseline"]):
-            if r["onset"] is None:
-                helds.append(None)
+            if r["onset"] is None or r["t_mem"] is None:
                 continue
             s = m["series"][f"modular/{op}/baseline/{i}"]
             lo, hi = r["window"]
-            shares = {}
-            for key in shares_by_key:
+            for key in keys:
                 mem = value_at(s["step"], s[key], r["t_mem"])
                 total = math.log(mem / s[key][-1])
                 inside = math.log(value_at(s["step"], s[key], lo) / value_at(s["step"], s[key], hi))
-                shares[key] = inside / total if total > 0 else float("nan")
-                shares_by_key[key].append(round(shares[key], 3))
-            k, n, pl = shares["kappa_bound"], shares["ncc"], shares["param_norm"]
-            helds.append(None if math.isnan(k) else (not k <= n) and (not k <= pl))
-    return by_seeds(
-        helds,
-        note="share of each quantity's log-decrease (memorisation → end) that falls inside the onset window",
-        kappa_share_in_window=shares_by_key["kappa_bound"],
-        ncc_share_in_window=shares_by_key["ncc"],
-        placebo_param_norm_share_in_window=shares_by_key["param_norm"],
+                shares_by_key[key].append(inside / total if total > 0 else float("nan"))
+            shares_by_key["null"].append((hi - lo) / (s["step"][-1] - r["t_mem"]))
+    k = shares_by_key["kappa_bound"]
+    decisions, numbers = [], {}
+    for other, name in (("ncc", "vs_ncc"), ("train_loss", "vs_loss_placebo"), ("null", "vs_loglinear_null")):
+        d = paired(k, shares_by_key[other])
+        decisions.append(d.above(0.0) if len(k) >= 2 else None)
+        numbers[f"{name}_mean"] = round(d.mean, 4)
+        numbers[f"{name}_se"] = round(d.se, 4)
+    held = False if any(x is False for x in decisions) else (True if all(x is True for x in decisions) else None)
+    return evidence(
+        held,
+        "share of each quantity's log-decrease (memorisation → end) inside the onset window; paired over runs",
+        kappa_share_in_window=[round(v, 3) for v in k],
+        ncc_share_in_window=[round(v, 3) for v in shares_by_key["ncc"]],
+        placebo_train_loss_share=[round(v, 3) for v in shares_by_key["train_loss"]],
+        loglinear_null_share=[round(v, 3) for v in shares_by_key["null"]],
+        **numbers,
     )
 
 
 def onset_family(m: dict, cfg) -> dict[str, dict]:
     """Per intervention arm: per-seed log(onset_arm / onset_baseline), mean ± s.e., a two-sided one-sample t-test
-    p-value of mean = 0, and the Holm-adjusted p over the arms present (one family). An arm that never reaches the
-    onset counts as onset = steps + log_every (a lower bound: its delay is under-stated)."""
+    p-value of mean = 0, and the Holm-adjusted p over the arms present (one family). A run that never reaches the
+    onset counts as onset = its last step + log_every (a lower bound: its delay is under-stated)."""
     from scipy import stats as sstats
 
     op = m["intervention_op"]
-    censor = m.get("steps", 0) + m.get("log_every", 0)
     out: dict[str, dict] = {}
     for arm in ("ascent", "normpen", "suppress", "encourage"):
         if arm not in m["modular"].get(op, {}):
@@ -367,6 +391,7 @@ def onset_family(m: dict, cfg) -> dict[str, dict]:
         for b, a in zip(_modular_seeds(m, "baseline"), _modular_seeds(m, arm)):
             if b["onset"] is None:
                 continue
+            censor = a.get("last_step", m.get("steps", 0)) + m.get("log_every", 0)
             logs.append(math.log((a["onset"] if a["onset"] is not None else censor) / b["onset"]))
         arr = np.asarray(logs, dtype=float)
         mean = float(arr.mean()) if arr.size else float("nan")
@@ -521,6 +546,17 @@ def check_suppress(m: dict, cfg) -> Any:
     return _equivalence(ev, fam, "suppress", tol, cfg.alpha)
 
 
+def check_suppress_accuracy(m: dict, cfg) -> Any:
+    """Per seed: under collapse suppression the final test accuracy stays within ``final_tol`` of the baseline's
+    (the paper: at λ = 1e-3 validation accuracy unaffected)."""
+    helds, gaps = [], []
+    for b, s in zip(_modular_seeds(m, "baseline"), _modular_seeds(m, "suppress")):
+        gap = b["final_test_acc"] - s["final_test_acc"]
+        gaps.append(round(gap, 4))
+        helds.append(gap <= cfg.final_tol)
+    return by_seeds(helds, final_gap=gaps, final_tol=cfg.final_tol)
+
+
 def check_encourage(m: dict, cfg) -> Any:
     """Per seed, decided only where collapse was really encouraged — NCC at the baseline's onset step ≤
     1/``ncc_raise_onset`` of the baseline's — then: onset ratio within [1/tolerance, tolerance] (the paper: models
@@ -589,8 +625,14 @@ def _modular_lambda(cfg, arm: str) -> float:
             "suppress": cfg.suppress_lambda, "encourage": cfg.encourage_lambda}[arm]
 
 
-def _run_job(job: tuple[dict, tuple, str]) -> tuple[dict, dict]:
-    cfg_d, (task, op, arm, _i, (data_seed, init_seed, batch_seed)), device = job
+def _arm_steps(cfg, arm: str) -> int:
+    """Encouragement and the control only need the early phase (onset / the on-phase): shorter runs."""
+    n = {"encourage": cfg.encourage_steps, "normpen": cfg.control_steps}.get(arm, 0)
+    return min(n, cfg.steps) if n > 0 else cfg.steps
+
+
+def _run_job(job: tuple) -> tuple[dict, dict, list[float] | None]:
+    cfg_d, (task, op, arm, _i, (data_seed, init_seed, batch_seed)), device, target = job
     cfg = Grokking.Config(**cfg_d)
     setup_torch(cfg.threads)
     gen = torch.Generator().manual_seed(batch_seed)
@@ -608,7 +650,7 @@ def _run_job(job: tuple[dict, tuple, str]) -> tuple[dict, dict]:
         else:
             model = TinyTransformer(vocab_size(cfg.p), cfg.p, cfg.d_model, cfg.n_heads, cfg.n_layers, max_len=4)
         regime = Regime(
-            steps=cfg.steps,
+            steps=_arm_steps(cfg, arm),
             lr=cfg.lr,
             weight_decay=cfg.weight_decay,
             warmup=cfg.warmup,
@@ -620,15 +662,18 @@ def _run_job(job: tuple[dict, tuple, str]) -> tuple[dict, dict]:
             ramp=cfg.collapse_ramp if arm in ("suppress", "encourage") else 0,
             temperature=cfg.ascent_temperature,
             weight_cap=cfg.ascent_cap,
+            target_sizes=None if target is None else tuple(target),
         )
         data = tuple(a.to(device) for a in (x[tr], y[tr], x[te], y[te]))
-        series = train(model.to(device), data, cfg.p, regime, gen)
+        sizes: list[float] = []
+        series = train(model.to(device), data, cfg.p, regime, gen, sizes_out=sizes)
         summ = summarise(series, cfg.onset_threshold, cfg.gen_threshold, cfg.window)
         on = [a for st, a in zip(series["step"], series["test_acc"]) if st < cfg.ascent_off]
         tr_on = [a for st, a in zip(series["step"], series["train_acc"]) if st < cfg.ascent_off]
         summ["max_test_acc_reg_on"] = max(on)
         summ["train_acc_at_off"] = tr_on[-1]
-        return series, summ
+        summ["last_step"] = series["step"][-1]
+        return series, summ, (sizes if arm == "ascent" else None)
     split = digits_split(test_fraction=1 - cfg.digits_train / 1797, seed=data_seed)
     data = tuple(torch.from_numpy(a).to(device) for a in (split.x_train, split.y_train, split.x_test, split.y_test))
     torch.manual_seed(init_seed)
@@ -657,7 +702,7 @@ def _run_job(job: tuple[dict, tuple, str]) -> tuple[dict, dict]:
         "kappa_bound_at_off": value_at(series["step"], series["kappa_bound"], off),
         "final_kappa_bound": series["kappa_bound"][-1],
     }
-    return series, summ
+    return series, summ, None
 
 
 # -- the study -----------------------------------------------------------------------------------------------
@@ -692,7 +737,7 @@ class Grokking(Study):
         lr: float = 3e-3
         weight_decay: float = 2.0
         warmup: int = 0
-        steps: int = 2200
+        steps: int = 2000
         log_every: int = 50
         seeds: int = 3
         # interventions (run on ops[0])
@@ -704,6 +749,8 @@ class Grokking(Study):
         encourage_lambda: float = 1e-2  # chosen in a one-seed pilot (docs)
         collapse_start_at_mem: bool = True  # suppression / encouragement start at memorisation ...
         collapse_ramp: int = 300  # ... with λ ramped linearly over this many steps
+        encourage_steps: int = 1200  # encouragement run length (0 = steps): only its onset is used
+        control_steps: int = 1500  # the norm-penalty control's run length (0 = steps): its on-phase is used
         # digits (a classifier that does not grok)
         digits: bool = True
         digits_train: int = 500
@@ -724,6 +771,7 @@ class Grokking(Study):
         ncc_raise_onset: float = 2.0
         kappa_raise: float = 5.0  # ascent precondition: κ (φ-normalised) ≥ this × baseline's while the ascent is on
         alpha: float = 0.05  # family-wise level of the Holm-corrected onset tests
+        final_tol: float = 0.05  # modular: final test accuracy "unaffected" (suppression arm)
         suppress_tolerance: float = 1.5
         digits_margin: float = 0.1
         digits_final_tol: float = 0.02  # final test accuracy "unchanged": within this of the baseline
@@ -745,6 +793,9 @@ class Grokking(Study):
                 raise ValueError("ascent_off must be in (0, steps]")
             if not 0 < self.digits_off <= self.digits_epochs:
                 raise ValueError("digits_off must be in (0, digits_epochs]")
+            for name in ("encourage_steps", "control_steps"):
+                if 0 < getattr(self, name) <= self.ascent_off:
+                    raise ValueError(f"{name} must be 0 (= steps) or > ascent_off")
             if set(self.arms) - set(ARMS) or "baseline" not in self.arms:
                 raise ValueError(f"arms must include 'baseline' and be a subset of {ARMS}")
 
@@ -779,6 +830,8 @@ class Grokking(Study):
             "seeds": 5,
             "ascent_lambda": 0.01,
             "ascent_off": 15_000,
+            "encourage_steps": 0,
+            "control_steps": 0,
             "window": 2000,
             "digits_epochs": 200,
             "digits_off": 100,
@@ -796,7 +849,8 @@ class Grokking(Study):
             check_nc_early),
         Claim(
             "kappa-concentrated-at-onset",
-            "κ's log-decrease is more concentrated in the onset window than NCC's and than a placebo's (‖θ‖²)",
+            "κ's log-decrease is more concentrated in the onset window than NCC's, the training loss's (placebo) and a "
+            "log-linear decay's",
             check_kappa_times_onset),
         Claim(
             "ascent-delays",
@@ -811,6 +865,10 @@ class Grokking(Study):
             "suppression-leaves-onset",
             "collapse suppression from memorisation (NCC ≥ {ncc_raise_onset}× at onset, ≥ {ncc_raise}× late) leaves "
             "onset within {suppress_tolerance}× baseline", check_suppress),
+        Claim(
+            "suppression-keeps-accuracy",
+            "under collapse suppression the final test accuracy stays within {final_tol} of the baseline's",
+            check_suppress_accuracy),
         Claim(
             "encouragement-leaves-onset",
             "collapse encouragement from memorisation (NCC ≤ 1/{ncc_raise_onset} at onset) leaves onset within "
@@ -844,9 +902,17 @@ class Grokking(Study):
                         seeds = tuple(ctx.seed_for(kind, i) for kind in ("digits", "digits-init", "digits-b"))
                         specs.append(("digits", "digits", arm, i, seeds))
         cfg_dict = dataclasses.asdict(cfg)
-        jobs = [(cfg_dict, spec, ctx.device) for spec in specs]
-        results = ctx.map(_run_job, jobs, processes=cfg.workers, desc="grokking")
-        for (task, op, arm, i, _), (series, summ) in zip(specs, results):
+        # the control is matched step by step to the size of its seed's ascent term, so it runs after the ascent
+        first = [sp for sp in specs if sp[2] != "normpen"]
+        results = ctx.map(_run_job, [(cfg_dict, sp, ctx.device, None) for sp in first], processes=cfg.workers,
+                          desc="grokking")
+        sizes = {sp[3]: r[2] for sp, r in zip(first, results) if sp[2] == "ascent"}
+        second = [sp for sp in specs if sp[2] == "normpen"]
+        if second:
+            results += ctx.map(_run_job, [(cfg_dict, sp, ctx.device, sizes.get(sp[3])) for sp in second],
+                               processes=cfg.workers, desc="grokking control")
+        specs = first + second
+        for (task, op, arm, i, _), (series, summ, _sizes) in zip(specs, results):
             if task == "modular":
                 metrics["series"][f"modular/{op}/{arm}/{i}"] = series
                 metrics["modular"].setdefault(op, {}).setdefault(arm, []).append(summ)
