@@ -170,10 +170,12 @@ def test_claim_checks_decide_from_numbers():
     assert check_encourage(_fake_metrics(b3, b3, enc_onsets=[750, 800, 800]), CFG).held is True
     assert check_encourage(_fake_metrics(b3, b3, enc_onsets=[400, 450, 400]), CFG).held is False
     assert check_encourage(_fake_metrics(b3, b3, ncc_down=0.8), CFG).held is None
-    # control: ascent shows memorise-without-generalising; the control holds iff it does not show it too
-    ok = check_control(_fake_metrics(b3, [1400, 1500, 1450]), CFG)
+    # control: decided where the ascent memorised without generalising and the control still memorised;
+    # held iff the control generalised (test ≥ onset threshold) while on
+    ok = check_control(_fake_metrics(b3, [1400, 1500, 1450], ctl=(1.0, 0.7)), CFG)
     assert ok.held is True and ok.numbers["control_term_size_over_ascent_term"] == [1.0, 1.0, 1.0]
     assert check_control(_fake_metrics(b3, [1400, 1500, 1450], ctl=(1.0, 0.03)), CFG).held is False
+    assert check_control(_fake_metrics(b3, [1400, 1500, 1450], ctl=(0.03, 0.03)), CFG).held is None  # dead control
 
 
 def test_onset_family_is_holm_corrected():
