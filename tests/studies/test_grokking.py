@@ -243,6 +243,8 @@ def test_lambda_schedule_and_terms():
     gw, gf = torch.autograd.grad(ctl, (w, feats), allow_unused=True)
     matched = regularizer_term(Regime(steps=1, lr=1.0, reg="normpen"), feats, w, logits, y, 3, size=7.5)
     assert float(matched.detach()) == pytest.approx(7.5)  # matched to a given size (the ascent run's)
+    grow = regularizer_term(Regime(steps=1, lr=1.0, reg="normpen", control_sign=-1.0), feats, w, logits, y, 3, 7.5)
+    assert float(grow.detach()) == pytest.approx(-7.5)  # the norm-rewarding variant
     assert gw is None and torch.allclose(gf, 2 * size / float((feats.detach() ** 2).sum(1).mean()) * feats / 12)
 
 

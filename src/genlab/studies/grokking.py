@@ -105,6 +105,7 @@ class Regime:
     start_at_mem: bool = False  # switch the regulariser on at memorisation (batch accuracy >= 0.99), not step 0
     ramp: int = 0  # then raise λ linearly from 0 to ``lam`` over this many steps (0 = at once)
     target_sizes: tuple[float, ...] | None = None  # normpen: the term's size per step (the ascent run's |term|)
+    control_sign: float = 1.0  # normpen: +1 penalises the hidden-feature norm, −1 rewards it
     temperature: float = 2.0
     normalize_features: bool = True
     weight_cap: float = 50.0
@@ -181,7 +182,7 @@ def regularizer_term(
             if size is None:
                 size = flatness_penalty(feats, weight, logits, regime.temperature, regime.normalize_features)
             scale = size / sq.clamp_min(1e-12)
-        return scale * sq
+        return regime.control_sign * scale * sq
     raise ValueError(f"no regulariser {regime.reg!r}")
 
 
@@ -667,6 +668,7 @@ def _run_job(job: tuple) -> tuple[dict, dict, list[float] | None]:
             temperature=cfg.ascent_temperature,
             weight_cap=cfg.ascent_cap,
             target_sizes=None if target is None else tuple(target),
+            control_sign=cfg.control_sign,
         )
         data = tuple(a.to(device) for a in (x[tr], y[tr], x[te], y[te]))
         sizes: list[float] = []
@@ -755,6 +757,7 @@ class Grokking(Study):
         collapse_ramp: int = 300  # ... with λ ramped linearly over this many steps
         encourage_steps: int = 1000  # encouragement run length (0 = steps): only its onset is used
         control_steps: int = 1100  # the norm-penalty control's run length (0 = steps): its on-phase is used
+        control_sign: float = 1.0  # +1: the control penalises the hidden-feature norm; −1: rewards it (docs)
         # digits (a classifier that does not grok)
         digits: bool = True
         digits_train: int = 500
