@@ -6,19 +6,25 @@ import torch
 
 from genlab.data.modular import modular_split, modular_table, one_hot_pairs, token_sequences, vocab_size
 from genlab.harness.claims import by_seeds
-from genlab.measures.flatness import relative_flatness
-from genlab.measures.neural_collapse import neural_collapse
+from genlab.measures.flatness import flatness_penalty, relative_flatness
+from genlab.measures.neural_collapse import ncc, neural_collapse
 from genlab.nn.mlp import MLP
 from genlab.nn.transformer import TinyTransformer
 from genlab.studies.grokking import (
     Grokking,
     Regime,
     check_ascent,
+    check_control,
+    check_encourage,
+    check_kappa_times_onset,
     check_kappa_window,
     check_suppress,
     first_crossing,
     late_mean,
     measure,
+    onset_family,
+    regularizer_lambda,
+    regularizer_term,
     summarise,
     train,
     value_at,
@@ -101,45 +107,145 @@ def test_summarise_finds_window_values():
     assert s["ncc_lo"] / s["ncc_mem"] == pytest.approx(0.5**3)
 
 
-def _fake_metrics(base_onsets, asc_onsets, off=1000, sup_onsets=None, ncc_up=20.0):
-    def run(onset, ncc=1.0, lo=10.0, hi=1.0):
+def _fake_metrics(base_onsets, asc_onsets, off=1000, sup_onsets=None, ncc_up=20.0, enc_onsets=None, ncc_down=0.1,
+                  kappa_up=100.0, ctl=(0.03, 0.03)):
+    def run(onset, ncc=1.0, lo=10.0, hi=1.0, train_off=1.0, test_on=0.05):
         return {
             "onset": onset,
+            "t_mem": 100,
+            "t_gen": None if onset is None else onset + 300,
             "late_ncc": ncc,
+            "final_test_acc": 0.97,
             "kappa_bound_lo": lo,
             "kappa_bound_hi": hi,
             "kappa_bound_mem": 2 * lo,
-            "max_test_acc_reg_on": 0.05,
+            "max_test_acc_reg_on": test_on,
+            "train_acc_at_off": train_off,
         }
 
     sup_onsets = sup_onsets or base_onsets
+    enc_onsets = enc_onsets or base_onsets
+    steps = [0, 500, 999, 3000]
     series = {}
     for i in range(len(base_onsets)):
-        series[f"modular/add/baseline/{i}"] = {"step": [0, 3000], "ncc": [1.0, 1.0]}
-        series[f"modular/add/suppress/{i}"] = {"step": [0, 3000], "ncc": [ncc_up, ncc_up]}
+        flat = {"step": steps, "ncc": [1.0] * 4, "kappa_norm": [1.0] * 4, "kappa_bound": [1.0] * 4,
+                "reg_term": [1.0] * 4}
+        series[f"modular/add/baseline/{i}"] = flat
+        series[f"modular/add/suppress/{i}"] = {**flat, "ncc": [ncc_up] * 4}
+        series[f"modular/add/encourage/{i}"] = {**flat, "ncc": [ncc_down] * 4}
+        series[f"modular/add/ascent/{i}"] = {**flat, "kappa_norm": [kappa_up] * 4, "reg_term": [-50.0] * 4}
+        series[f"modular/add/normpen/{i}"] = {**flat, "reg_term": [50.0] * 4}
     return {
         "series": series,
         "intervention_op": "add",
         "ascent_off": off,
+        "steps": 3000,
+        "log_every": 50,
         "modular": {
             "add": {
                 "baseline": [run(o) for o in base_onsets],
                 "ascent": [run(o) for o in asc_onsets],
                 "suppress": [run(o, ncc=ncc_up) for o in sup_onsets],
+                "encourage": [run(o) for o in enc_onsets],
+                "normpen": [run(None, train_off=ctl[0], test_on=ctl[1]) for _ in base_onsets],
             }
         },
     }
 
 
 def test_claim_checks_decide_from_numbers():
-    assert check_ascent(_fake_metrics([800, 850], [1400, 1500]), CFG).held is True
-    assert check_ascent(_fake_metrics([800, 850], [600, 1500]), CFG).held is None  # seeds disagree
-    assert check_ascent(_fake_metrics([800, 850], [600, 700]), CFG).held is False
-    assert check_ascent(_fake_metrics([1200, 1200], [1400, 1500]), CFG).held is None  # baseline too late to tell
-    assert check_suppress(_fake_metrics([800, 800], [0, 0], sup_onsets=[900, 1000]), CFG).held is True
-    assert check_suppress(_fake_metrics([800, 800], [0, 0], sup_onsets=[2000, 2000]), CFG).held is False
-    assert check_suppress(_fake_metrics([800, 800], [0, 0], ncc_up=2.0), CFG).held is None  # no suppression
+    b3 = [800, 850, 820]
+    assert check_ascent(_fake_metrics(b3, [1400, 1500, 1450]), CFG).held is True
+    assert check_ascent(_fake_metrics(b3, [600, 1500, 1450]), CFG).held is None  # seeds disagree
+    assert check_ascent(_fake_metrics(b3, [600, 700, 650]), CFG).held is False
+    assert check_ascent(_fake_metrics([1200, 1200, 1200], [1400, 1500, 1450]), CFG).held is None  # baseline late
+    # precondition: the ascent did not raise κ (φ-normalised) ≥ kappa_raise× → undecidable, not a silent pass
+    weak = check_ascent(_fake_metrics(b3, [1400, 1500, 1450], kappa_up=3.0), CFG)
+    assert weak.held is None and weak.numbers["kappa_norm_ratio_on"] == [3.0, 3.0, 3.0]
+    assert check_suppress(_fake_metrics(b3, b3, sup_onsets=[900, 1000, 950]), CFG).held is True
+    assert check_suppress(_fake_metrics(b3, b3, sup_onsets=[2000, 2000, 2100]), CFG).held is False
+    assert check_suppress(_fake_metrics(b3, b3, ncc_up=2.0), CFG).held is None  # collapse not suppressed
     assert check_kappa_window(_fake_metrics([800], [0]), CFG).held is True
+    # encouragement: decided only where NCC fell ≥ 2× at the onset; faster by > 1.5× fails
+    assert check_encourage(_fake_metrics(b3, b3, enc_onsets=[750, 800, 800]), CFG).held is True
+    assert check_encourage(_fake_metrics(b3, b3, enc_onsets=[400, 450, 400]), CFG).held is False
+    assert check_encourage(_fake_metrics(b3, b3, ncc_down=0.8), CFG).held is None
+    # control: decided where the ascent memorised without generalising and the control still memorised;
+    # held iff the control generalised (test ≥ onset threshold) while on
+    ok = check_control(_fake_metrics(b3, [1400, 1500, 1450], ctl=(1.0, 0.7)), CFG)
+    assert ok.held is True and ok.numbers["control_term_size_over_ascent_term"] == [1.0, 1.0, 1.0]
+    assert check_control(_fake_metrics(b3, [1400, 1500, 1450], ctl=(1.0, 0.03)), CFG).held is False
+    assert check_control(_fake_metrics(b3, [1400, 1500, 1450], ctl=(0.03, 0.03)), CFG).held is None  # dead control
+
+
+def test_onset_family_is_holm_corrected():
+    fam = onset_family(_fake_metrics([800, 850, 820], [1400, 1500, 1450], sup_onsets=[820, 900, 800]), CFG)
+    assert fam["ascent"]["mean"] == pytest.approx(np.mean(np.log([1400 / 800, 1500 / 850, 1450 / 820])))
+    for arm in fam:
+        assert fam[arm]["p_holm"] >= fam[arm]["p"] - 1e-12
+    assert fam["ascent"]["p_holm"] < 0.05 and fam["suppress"]["p_holm"] > 0.05
+    # the control never reaches the onset: counted as steps + log_every (a lower bound on its delay)
+    assert fam["normpen"]["log_ratios"][0] == pytest.approx(np.log(3050 / 800), abs=1e-4)
+
+
+def test_kappa_share_claim_beats_a_placebo():
+    steps = list(range(0, 2001, 100))
+
+    def drop(at, width=100):  # a sharp drop of 100× around `at`
+        return [100.0 if st < at - width else (1.0 if st > at + width else 10.0) for st in steps]
+
+    def metrics(kappa, loss):
+        r = {"onset": 1000, "t_mem": 100, "window": [800, 1200]}
+        s = {"step": steps, "kappa_bound": kappa, "ncc": [10.0 * 0.9**i for i in range(21)], "train_loss": loss}
+        return {"modular": {"add": {"baseline": [r, r]}}, "series": {"modular/add/baseline/0": s,
+                                                                     "modular/add/baseline/1": s}}
+
+    loglinear = [10.0 * 0.8**i for i in range(21)]
+    ok = check_kappa_times_onset(metrics(drop(1000), loglinear), CFG)
+    assert ok.held is True and ok.numbers["loglinear_null_share"] == [pytest.approx(400 / 1900, abs=1e-3)] * 2
+    # a placebo (the training loss) that drops just as sharply inside the window: κ is no more concentrated
+    assert check_kappa_times_onset(metrics(drop(1000), drop(1000)), CFG).held is None
+    # κ dropping before the window, the loss inside it: fails
+    assert check_kappa_times_onset(metrics(drop(400), drop(1000)), CFG).held is False
+
+
+def test_suppression_accuracy_claim():
+    from genlab.studies.grokking import check_suppress_accuracy
+
+    m = _fake_metrics([800, 850, 820], [1400, 1500, 1450])
+    assert check_suppress_accuracy(m, CFG).held is True
+    for r in m["modular"]["add"]["suppress"][1:]:
+        r["final_test_acc"] = 0.1  # training died late
+    assert check_suppress_accuracy(m, CFG).held is None
+
+
+def test_lambda_schedule_and_terms():
+    r = Regime(steps=100, lr=1e-3, reg="suppress", lam=1e-3, start_at_mem=True, ramp=10, reg_off=None)
+    assert regularizer_lambda(r, 5, None) == 0.0  # not memorised yet
+    assert regularizer_lambda(r, 19, 20) == 0.0
+    assert regularizer_lambda(r, 20, 20) == pytest.approx(1e-4)
+    assert regularizer_lambda(r, 24, 20) == pytest.approx(5e-4)
+    assert regularizer_lambda(r, 500, 20) == pytest.approx(1e-3)
+    assert regularizer_lambda(Regime(steps=10, lr=1.0, reg="ascent", lam=2.0, reg_off=7), 7, 0) == 0.0
+    torch.manual_seed(0)
+    feats = torch.randn(12, 5, requires_grad=True)
+    w = torch.randn(3, 5, requires_grad=True)
+    y = torch.arange(12) % 3
+    logits = feats @ w.T
+    for reg, expect in (("suppress", -ncc(feats, y, 3)), ("encourage", ncc(feats, y, 3)),
+                        ("ascent", -flatness_penalty(feats, w, logits, 2.0, True))):
+        got = regularizer_term(Regime(steps=1, lr=1.0, reg=reg), feats, w, logits, y, 3)
+        assert float(got.detach()) == pytest.approx(float(expect.detach()))
+    # the control has the ascent term's size but no gradient into the head: it targets only the hidden norm
+    ctl = regularizer_term(Regime(steps=1, lr=1.0, reg="normpen"), feats, w, logits, y, 3)
+    size = float(flatness_penalty(feats, w, logits, 2.0, True).detach())
+    assert float(ctl.detach()) == pytest.approx(size)
+    gw, gf = torch.autograd.grad(ctl, (w, feats), allow_unused=True)
+    matched = regularizer_term(Regime(steps=1, lr=1.0, reg="normpen"), feats, w, logits, y, 3, size=7.5)
+    assert float(matched.detach()) == pytest.approx(7.5)  # matched to a given size (the ascent run's)
+    grow = regularizer_term(Regime(steps=1, lr=1.0, reg="normpen", control_sign=-1.0), feats, w, logits, y, 3, 7.5)
+    assert float(grow.detach()) == pytest.approx(-7.5)  # the norm-rewarding variant
+    assert gw is None and torch.allclose(gf, 2 * size / float((feats.detach() ** 2).sum(1).mean()) * feats / 12)
 
 
 def _tiny_modular():
@@ -164,17 +270,22 @@ def test_measure_agrees_with_the_measures_module():
 def test_regularisers_push_their_measures_and_switch_off():
     data = _tiny_modular()
 
-    def go(reg, lam, off=None, cap=50.0):
+    def go(reg, lam, off=None, cap=50.0, at_mem=False):
         torch.manual_seed(1)
         model = MLP(14, (16, 16), 7)
         regime = Regime(
-            steps=60, lr=3e-3, weight_decay=0.0, log_every=20, reg=reg, lam=lam, reg_off=off, weight_cap=cap
+            steps=60, lr=3e-3, weight_decay=0.0, log_every=20, reg=reg, lam=lam, reg_off=off, weight_cap=cap,
+            start_at_mem=at_mem, ramp=5,
         )
         return train(model, data, 7, regime, torch.Generator().manual_seed(0)), model
 
     base, _ = go("none", 0.0)
     asc, _ = go("ascent", 10.0)
     sup, _ = go("suppress", 1.0)
+    late, _ = go("suppress", 1.0, at_mem=True)  # starts only once the batch is memorised
+    assert sup["reg_term"][0] < 0 and late["reg_term"][0] == 0.0
+    mem = next(i for i, a in enumerate(late["train_acc"]) if a >= 0.99) if max(late["train_acc"]) >= 0.99 else None
+    assert all(t == 0.0 for t in late["reg_term"][: (mem if mem is not None else len(late["reg_term"]))])
     assert asc["kappa_norm"][-1] > 1.5 * base["kappa_norm"][-1]
     _, capped = go("ascent", 10.0, cap=2.0)
     assert float(capped.head.weight.detach().norm()) <= 2.0 + 1e-6  # the cap holds while the regulariser is on
@@ -192,3 +303,10 @@ def test_config_validation():
         Grokking.config("quick", {"ops": ("pow",)})
     with pytest.raises(ValueError, match="ascent_off"):
         Grokking.config("quick", {"ascent_off": 10**6})
+
+
+def test_shortened_arms_must_outlast_the_switch_off():
+    with pytest.raises(ValueError, match="control_steps"):
+        Grokking.config("quick", {"control_steps": 900})
+    full = Grokking.config("full")
+    assert full.encourage_steps == 0 and full.control_steps == 0  # the transformer runs every arm in full
