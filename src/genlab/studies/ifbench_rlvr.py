@@ -391,6 +391,7 @@ class IFBenchRLVR(Study):
 
     def run(self, cfg: Config, ctx: RunContext) -> dict[str, Any]:
         from genlab.harness.torch_setup import setup_torch
+        from genlab.ifbench import nlp
 
         setup_torch(1)
         if cfg.model_path:
@@ -422,6 +423,7 @@ class IFBenchRLVR(Study):
                                                   for a in ARMS))  # fmt: skip
         out["grad_gap"] = {k: max(g[k] for g in grad_gaps) for k in grad_gaps[0]}
         out["vocab"] = VOCAB
+        out["text_processing"] = nlp.data_mode()  # the checkers' sentence/word rules: NLTK's ("real") or "offline"
         return out
 
     @staticmethod
