@@ -531,8 +531,7 @@ def check_suppress(m: dict, cfg) -> Any:
             raised_on.append(None)
             helds.append(None)
             continue
-        sb, ss = m["series"][f"modular/{op}/baseline/{i}"], m["series"][f"modular/{op}/suppress/{i}"]
-        up_on = value_at(ss["step"], ss["ncc"], b["onset"]) / value_at(sb["step"], sb["ncc"], b["onset"])
+        up_on = _ncc_ratio_at(m, op, "suppress", i, b["onset"])
         raised_on.append(round(up_on, 3))
         r = s["onset"] / b["onset"] if s["onset"] is not None else float("inf")
         ratios.append(round(r, 3))
@@ -549,6 +548,12 @@ def check_suppress(m: dict, cfg) -> Any:
         **_family_numbers(fam, "suppress"),
     )
     return _equivalence(ev, fam, "suppress", tol, cfg.alpha)
+
+
+def _ncc_ratio_at(m: dict, op: str, arm: str, seed: int, step: int) -> float:
+    """NCC of ``arm`` over NCC of the baseline (same seed) at ``step``."""
+    sb, sa = m["series"][f"modular/{op}/baseline/{seed}"], m["series"][f"modular/{op}/{arm}/{seed}"]
+    return value_at(sa["step"], sa["ncc"], step) / value_at(sb["step"], sb["ncc"], step)
 
 
 def check_suppress_accuracy(m: dict, cfg) -> Any:
@@ -575,8 +580,7 @@ def check_encourage(m: dict, cfg) -> Any:
             lowered.append(None)
             helds.append(None)
             continue
-        sb, se = m["series"][f"modular/{op}/baseline/{i}"], m["series"][f"modular/{op}/encourage/{i}"]
-        down = value_at(se["step"], se["ncc"], b["onset"]) / value_at(sb["step"], sb["ncc"], b["onset"])
+        down = _ncc_ratio_at(m, op, "encourage", i, b["onset"])
         lowered.append(round(down, 4))
         r = e["onset"] / b["onset"] if e["onset"] is not None else float("inf")
         ratios.append(round(r, 3))
