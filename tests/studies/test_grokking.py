@@ -134,7 +134,7 @@ def _fake_metrics(base_onsets, asc_onsets, off=1000, sup_onsets=None, ncc_up=20.
         series[f"modular/add/suppress/{i}"] = {**flat, "ncc": [ncc_up] * 4}
         series[f"modular/add/encourage/{i}"] = {**flat, "ncc": [ncc_down] * 4}
         series[f"modular/add/ascent/{i}"] = {**flat, "kappa_norm": [kappa_up] * 4, "reg_term": [-50.0] * 4}
-        series[f"modular/add/normpen/{i}"] = {**flat, "reg_term": [50.0] * 4}
+        series[f"modular/add/control/{i}"] = {**flat, "reg_term": [50.0] * 4}
     return {
         "series": series,
         "intervention_op": "add",
@@ -147,7 +147,7 @@ def _fake_metrics(base_onsets, asc_onsets, off=1000, sup_onsets=None, ncc_up=20.
                 "ascent": [run(o) for o in asc_onsets],
                 "suppress": [run(o, ncc=ncc_up) for o in sup_onsets],
                 "encourage": [run(o) for o in enc_onsets],
-                "normpen": [run(None, train_off=ctl[0], test_on=ctl[1]) for _ in base_onsets],
+                "control": [run(None, train_off=ctl[0], test_on=ctl[1]) for _ in base_onsets],
             }
         },
     }
@@ -185,7 +185,7 @@ def test_onset_family_is_holm_corrected():
         assert fam[arm]["p_holm"] >= fam[arm]["p"] - 1e-12
     assert fam["ascent"]["p_holm"] < 0.05 and fam["suppress"]["p_holm"] > 0.05
     # the control never reaches the onset: counted as steps + log_every (a lower bound on its delay)
-    assert fam["normpen"]["log_ratios"][0] == pytest.approx(np.log(3050 / 800), abs=1e-4)
+    assert fam["control"]["log_ratios"][0] == pytest.approx(np.log(3050 / 800), abs=1e-4)
 
 
 def test_kappa_share_claim_beats_a_placebo():
@@ -246,6 +246,16 @@ def test_lambda_schedule_and_terms():
     grow = regularizer_term(Regime(steps=1, lr=1.0, reg="normpen", control_sign=-1.0), feats, w, logits, y, 3, 7.5)
     assert float(grow.detach()) == pytest.approx(-7.5)  # the norm-rewarding variant
     assert gw is None and torch.allclose(gf, 2 * size / float((feats.detach() ** 2).sum(1).mean()) * feats / 12)
+    # the control as run: a pull of the head towards R whose gradient norm is the given target, touching only W
+    anchor = torch.randn(3, 5)
+    pull = regularizer_term(Regime(steps=1, lr=1.0, reg="headpull", anchor=anchor), feats, w, logits, y, 3, 4.25)
+    gw, gf = torch.autograd.grad(pull, (w, feats), allow_unused=True)
+    assert gf is None and float(gw.norm()) == pytest.approx(4.25, rel=1e-6)
+    d = (w - anchor).detach()
+    assert float(pull.detach()) == pytest.approx(4.25 * float(d.norm()) / 2, rel=1e-6)  # c·‖d‖² with c = g/(2‖d‖)
+    assert torch.allclose(gw, 4.25 * d / d.norm())  # straight towards R
+    with pytest.raises(ValueError, match="anchor"):
+        regularizer_term(Regime(steps=1, lr=1.0, reg="headpull"), feats, w, logits, y, 3, 1.0)
 
 
 def _tiny_modular():
@@ -293,6 +303,30 @@ def test_regularisers_push_their_measures_and_switch_off():
     # switched off at step 0 it is the baseline, bit for bit
     off0, _ = go("ascent", 10.0, off=0)
     assert off0["test_acc"] == base["test_acc"] and off0["kappa"] == base["kappa"]
+
+
+def test_control_is_gradient_matched_to_the_ascent_in_training():
+    """The ascent run records ‖∇ λ·term‖ per step without changing its own update; a headpull control fed those
+    norms has, at every on-step, a term gradient of exactly that norm, and it is off from the switch-off."""
+    data = _tiny_modular()
+
+    def go(reg, record, target=None, anchor=None):
+        torch.manual_seed(1)
+        model = MLP(14, (16, 16), 7)
+        regime = Regime(steps=40, lr=3e-3, weight_decay=1.0, log_every=10, reg=reg, lam=10.0, reg_off=30,
+                        record_grad=record, target_sizes=target, anchor=anchor)
+        grads: list[float] = []
+        series = train(model, data, 7, regime, torch.Generator().manual_seed(0), grads_out=grads)
+        return series, grads, model
+
+    plain, none, _ = go("ascent", False)
+    asc, g_asc, _ = go("ascent", True)
+    assert none == [] and plain == asc  # recording the gradient norm leaves the ascent run bit for bit unchanged
+    assert len(g_asc) == 40 and all(g > 0 for g in g_asc[:30]) and g_asc[30:] == [0.0] * 10
+    anchor = torch.randn(7, 16)
+    ctl, g_ctl, _ = go("headpull", True, target=tuple(g_asc), anchor=anchor)
+    assert np.allclose(g_ctl, g_asc, rtol=1e-6, atol=0)
+    assert ctl["reg_term"][-1] == 0.0 and ctl["reg_term"][1] > 0
 
 
 def test_config_validation():

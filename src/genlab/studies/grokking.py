@@ -36,7 +36,7 @@ from genlab.nn.mlp import MLP
 from genlab.nn.transformer import TinyTransformer
 from genlab.stats import holm_adjusted, paired
 
-ARMS = ("baseline", "ascent", "suppress", "encourage", "normpen")
+ARMS = ("baseline", "ascent", "suppress", "encourage", "control")
 DIGITS_ARMS = ("baseline", "ascent", "suppress")
 SERIES_KEYS = (
     "step",
@@ -99,13 +99,16 @@ class Regime:
     warmup: int = 0
     batch_size: int = 0  # 0 = full batch
     log_every: int = 50
-    reg: Literal["none", "ascent", "suppress", "encourage", "normpen"] = "none"
+    reg: Literal["none", "ascent", "suppress", "encourage", "normpen", "headpull"] = "none"
     lam: float = 0.0
     reg_off: int | None = None  # step at which the regulariser is removed (None = never)
     start_at_mem: bool = False  # switch the regulariser on at memorisation (batch accuracy >= 0.99), not step 0
     ramp: int = 0  # then raise λ linearly from 0 to ``lam`` over this many steps (0 = at once)
-    target_sizes: tuple[float, ...] | None = None  # normpen: the term's size per step (the ascent run's |term|)
+    target_sizes: tuple[float, ...] | None = None  # control: per step, the ascent run's |term| (normpen) or the
+    # gradient norm of its λ·term w.r.t. all parameters (headpull)
     control_sign: float = 1.0  # normpen: +1 penalises the hidden-feature norm, −1 rewards it
+    anchor: torch.Tensor | None = None  # headpull: the fixed random matrix R the head is pulled towards
+    record_grad: bool = False  # record ‖∇ λ·term‖ over all parameters at every step (an extra backward)
     temperature: float = 2.0
     normalize_features: bool = True
     weight_cap: float = 50.0
@@ -168,7 +171,9 @@ def regularizer_term(
     ascent: −flatness (pushes away from flat solutions); suppress: −NCC; encourage: +NCC; normpen: the control,
     c·mean‖φ‖² on the hidden (penultimate) features with c = size / mean‖φ‖² held fixed (no gradient) at this step,
     so the term's value is ``size`` (in the study: the ascent run's |λ·term| at the same step; by default the
-    flatness term on this model and batch) but its gradient targets only the hidden-layer norm.
+    flatness term on this model and batch) but its gradient targets only the hidden-layer norm. headpull: the
+    control as run — c·‖W − R‖², a pull of the head towards the fixed random matrix ``regime.anchor``, with
+    c = size / (2‖W − R‖) held fixed (no gradient), so the term's gradient norm (it touches only W) is ``size``.
     """
     if regime.reg == "ascent":
         return -flatness_penalty(feats, weight, logits, regime.temperature, regime.normalize_features)
@@ -183,6 +188,14 @@ def regularizer_term(
                 size = flatness_penalty(feats, weight, logits, regime.temperature, regime.normalize_features)
             scale = size / sq.clamp_min(1e-12)
         return regime.control_sign * scale * sq
+    if regime.reg == "headpull":
+        if regime.anchor is None or size is None:
+            raise ValueError("headpull needs regime.anchor and a target gradient norm (size)")
+        d = weight - regime.anchor.to(weight)
+        sq = (d * d).sum()
+        with torch.no_grad():
+            scale = size / (2 * sq.sqrt().clamp_min(1e-12))
+        return scale * sq
     raise ValueError(f"no regulariser {regime.reg!r}")
 
 
@@ -193,9 +206,11 @@ def train(
     regime: Regime,
     gen: torch.Generator,
     sizes_out: list[float] | None = None,
+    grads_out: list[float] | None = None,
 ) -> dict[str, list[float]]:
     """Train ``model`` under ``regime``; returns the logged time series (keys: SERIES_KEYS). ``sizes_out``, if
-    given, receives |λ·term| of the regulariser at every step."""
+    given, receives |λ·term| of the regulariser at every step; ``grads_out`` (with ``regime.record_grad``) the
+    norm of the gradient of λ·term w.r.t. all parameters at every step (0 where the regulariser is off)."""
     x_tr, y_tr, x_te, y_te = data
     params = list(model.parameters())
     if regime.optimizer == "adamw":
@@ -211,7 +226,8 @@ def train(
     pos = 0
     t_on = None if regime.start_at_mem else 0  # step at which the regulariser starts
     term = 0.0
-    sizes: list[float] = []  # |λ·term| at every step (the control arm is matched to the ascent's)
+    sizes: list[float] = []  # |λ·term| at every step
+    grads: list[float] = []  # ‖∇ λ·term‖ at every step (record_grad; the control arm is matched to the ascent's)
     for step in range(regime.steps + 1):
         logging = step % regime.log_every == 0 or step == regime.steps
         if logging:
@@ -228,6 +244,8 @@ def train(
             series["reg_term"].append(term)
             if sizes_out is not None:
                 sizes_out.extend(sizes)
+            if grads_out is not None:
+                grads_out.extend(grads)
             break
         if bs == n:
             xb, yb = x_tr, y_tr
@@ -250,6 +268,11 @@ def train(
             reg = regularizer_term(regime, feats, model.head.weight, logits, yb, num_classes, target)
             loss = loss + lam * reg
             term = float(lam * reg.detach())
+            if regime.record_grad:  # same graph, retained: the update below is unchanged by this
+                g = torch.autograd.grad(lam * reg, params, retain_graph=True, allow_unused=True)
+                grads.append(float(torch.sqrt(sum((gi.double() ** 2).sum() for gi in g if gi is not None))))
+        elif regime.record_grad:
+            grads.append(0.0)
         sizes.append(abs(term))
         if logging:
             series["reg_term"].append(term)
@@ -385,7 +408,7 @@ def onset_family(m: dict, cfg) -> dict[str, dict]:
 
     op = m["intervention_op"]
     out: dict[str, dict] = {}
-    for arm in ("ascent", "normpen", "suppress", "encourage"):
+    for arm in ("ascent", "control", "suppress", "encourage"):
         if arm not in m["modular"].get(op, {}):
             continue
         logs = []
@@ -474,22 +497,25 @@ def _grok_signature(r: dict, thr: float) -> bool:
 
 
 def check_control(m: dict, cfg) -> Any:
-    """The magnitude-matched hidden-norm penalty does not reproduce the ascent's delay. Per seed, decided where the
+    """The strength-matched control (by default a pull of the head towards a fixed random matrix whose gradient norm
+    equals the ascent term's at every step) does not reproduce the ascent's delay. Per seed, decided where the
     ascent showed it (memorised by switch-off, test below the onset threshold while on) *and* the control still
     trained (train accuracy ≥ 0.99 by switch-off; a control that cannot fit the training set says nothing about
     what delays generalisation); held iff the control's test accuracy reached the onset threshold while on."""
     thr = cfg.onset_threshold
     fam = onset_family(m, cfg)
-    helds, tr_off, te_on, ctl_on, size = [], [], [], [], []
+    helds, tr_off, te_on, ctl_on, size, grad = [], [], [], [], [], []
     op = m["intervention_op"]
-    for i, (a, c) in enumerate(zip(_modular_seeds(m, "ascent"), _modular_seeds(m, "normpen"))):
+    for i, (a, c) in enumerate(zip(_modular_seeds(m, "ascent"), _modular_seeds(m, "control"))):
         tr_off.append(round(c["train_acc_at_off"], 4))
         te_on.append(round(c["max_test_acc_reg_on"], 4))
         ctl_on.append(c["onset"])
-        sa, sc = m["series"][f"modular/{op}/ascent/{i}"], m["series"][f"modular/{op}/normpen/{i}"]
+        sa, sc = m["series"][f"modular/{op}/ascent/{i}"], m["series"][f"modular/{op}/control/{i}"]
         ta = [abs(v) for st, v in zip(sa["step"], sa["reg_term"]) if st < cfg.ascent_off]
         tc = [abs(v) for st, v in zip(sc["step"], sc["reg_term"]) if st < cfg.ascent_off]
         size.append(round(float(np.mean(tc) / np.mean(ta)), 4) if ta and np.mean(ta) > 0 else None)
+        ga, gc = a.get("reg_grad_on_mean"), c.get("reg_grad_on_mean")
+        grad.append(round(gc / ga, 4) if ga and gc is not None else None)
         if not _grok_signature(a, thr) or c["train_acc_at_off"] < 0.99:
             helds.append(None)
         else:
@@ -501,7 +527,8 @@ def check_control(m: dict, cfg) -> Any:
         control_max_test_acc_while_on=te_on,
         control_onset=ctl_on,
         control_term_size_over_ascent_term=size,
-        **_family_numbers(fam, "normpen"),
+        control_grad_norm_over_ascent_grad_norm=grad,
+        **_family_numbers(fam, "control"),
     )
 
 
@@ -630,17 +657,17 @@ def check_digits_suppress(m: dict, cfg) -> Any:
 
 
 def _modular_lambda(cfg, arm: str) -> float:
-    return {"baseline": 0.0, "ascent": cfg.ascent_lambda, "normpen": cfg.ascent_lambda,
+    return {"baseline": 0.0, "ascent": cfg.ascent_lambda, "control": cfg.ascent_lambda,
             "suppress": cfg.suppress_lambda, "encourage": cfg.encourage_lambda}[arm]
 
 
 def _arm_steps(cfg, arm: str) -> int:
     """Encouragement and the control only need the early phase (onset / the on-phase): shorter runs."""
-    n = {"encourage": cfg.encourage_steps, "normpen": cfg.control_steps}.get(arm, 0)
+    n = {"encourage": cfg.encourage_steps, "control": cfg.control_steps}.get(arm, 0)
     return min(n, cfg.steps) if n > 0 else cfg.steps
 
 
-def _run_job(job: tuple) -> tuple[dict, dict, list[float] | None]:
+def _run_job(job: tuple) -> tuple[dict, dict, dict | None]:
     cfg_d, (task, op, arm, _i, (data_seed, init_seed, batch_seed)), device, target = job
     cfg = Grokking.Config(**cfg_d)
     setup_torch(cfg.threads)
@@ -658,32 +685,44 @@ def _run_job(job: tuple) -> tuple[dict, dict, list[float] | None]:
             model: nn.Module = MLP(2 * cfg.p, (cfg.hidden, cfg.hidden), cfg.p)
         else:
             model = TinyTransformer(vocab_size(cfg.p), cfg.p, cfg.d_model, cfg.n_heads, cfg.n_layers, max_len=4)
+        anchor = None
+        if arm == "control" and cfg.control_kind == "headpull":
+            w0 = model.head.weight.detach()  # R: a fixed random matrix with the head's initial norm
+            r = torch.randn(w0.shape, generator=torch.Generator().manual_seed(init_seed + 1), dtype=w0.dtype)
+            anchor = (r * (w0.norm() / r.norm())).to(device)
         regime = Regime(
             steps=_arm_steps(cfg, arm),
             lr=cfg.lr,
             weight_decay=cfg.weight_decay,
             warmup=cfg.warmup,
             log_every=cfg.log_every,
-            reg="none" if arm == "baseline" else arm,
+            reg="none" if arm == "baseline" else (cfg.control_kind if arm == "control" else arm),
             lam=_modular_lambda(cfg, arm),
-            reg_off=cfg.ascent_off if arm in ("ascent", "normpen") else None,
+            reg_off=cfg.ascent_off if arm in ("ascent", "control") else None,
             start_at_mem=arm in ("suppress", "encourage") and cfg.collapse_start_at_mem,
             ramp=cfg.collapse_ramp if arm in ("suppress", "encourage") else 0,
             temperature=cfg.ascent_temperature,
             weight_cap=cfg.ascent_cap,
             target_sizes=None if target is None else tuple(target),
             control_sign=cfg.control_sign,
+            anchor=anchor,
+            record_grad=arm in ("ascent", "control") and cfg.control_kind == "headpull",
         )
         data = tuple(a.to(device) for a in (x[tr], y[tr], x[te], y[te]))
         sizes: list[float] = []
-        series = train(model.to(device), data, cfg.p, regime, gen, sizes_out=sizes)
+        grads: list[float] = []
+        series = train(model.to(device), data, cfg.p, regime, gen, sizes_out=sizes, grads_out=grads)
         summ = summarise(series, cfg.onset_threshold, cfg.gen_threshold, cfg.window)
         on = [a for st, a in zip(series["step"], series["test_acc"]) if st < cfg.ascent_off]
         tr_on = [a for st, a in zip(series["step"], series["train_acc"]) if st < cfg.ascent_off]
         summ["max_test_acc_reg_on"] = max(on)
         summ["train_acc_at_off"] = tr_on[-1]
         summ["last_step"] = series["step"][-1]
-        return series, summ, (sizes if arm == "ascent" else None)
+        if grads:
+            on_g = grads[: cfg.ascent_off]
+            summ["reg_grad_on_mean"] = float(np.mean(on_g))
+            summ["reg_grad_on_median"] = float(np.median(on_g))
+        return series, summ, ({"sizes": sizes, "grads": grads} if arm == "ascent" else None)
     split = digits_split(test_fraction=1 - cfg.digits_train / 1797, seed=data_seed)
     data = tuple(torch.from_numpy(a).to(device) for a in (split.x_train, split.y_train, split.x_test, split.y_test))
     torch.manual_seed(init_seed)
@@ -761,7 +800,9 @@ class Grokking(Study):
         collapse_ramp: int = 300  # ... with λ ramped linearly over this many steps
         encourage_steps: int = 1000  # encouragement run length (0 = steps): only its onset is used
         control_steps: int = 1100  # the norm-penalty control's run length (0 = steps): its on-phase is used
-        control_sign: float = 1.0  # +1: the control penalises the hidden-feature norm; −1: rewards it (docs)
+        control_kind: Literal["headpull", "normpen"] = "headpull"  # headpull: gradient-norm-matched pull of the
+        # head towards a fixed random matrix; normpen: the earlier value-matched hidden-norm penalty (docs)
+        control_sign: float = 1.0  # normpen only: +1 penalises the hidden-feature norm; −1 rewards it (docs)
         # digits (a classifier that does not grok)
         digits: bool = True
         digits_train: int = 500
@@ -913,13 +954,14 @@ class Grokking(Study):
                         specs.append(("digits", "digits", arm, i, seeds))
         cfg_dict = dataclasses.asdict(cfg)
         # the control is matched step by step to the size of its seed's ascent term, so it runs after the ascent
-        first = [sp for sp in specs if sp[2] != "normpen"]
+        first = [sp for sp in specs if sp[2] != "control"]
         results = ctx.map(_run_job, [(cfg_dict, sp, ctx.device, None) for sp in first], processes=cfg.workers,
                           desc="grokking")
-        sizes = {sp[3]: r[2] for sp, r in zip(first, results) if sp[2] == "ascent"}
-        second = [sp for sp in specs if sp[2] == "normpen"]
+        key = "sizes" if cfg.control_kind == "normpen" else "grads"  # match the term's size or its gradient norm
+        targets = {sp[3]: r[2][key] for sp, r in zip(first, results) if sp[2] == "ascent"}
+        second = [sp for sp in specs if sp[2] == "control"]
         if second:
-            results += ctx.map(_run_job, [(cfg_dict, sp, ctx.device, sizes.get(sp[3])) for sp in second],
+            results += ctx.map(_run_job, [(cfg_dict, sp, ctx.device, targets.get(sp[3])) for sp in second],
                                processes=cfg.workers, desc="grokking control")
         specs = first + second
         for (task, op, arm, i, _), (series, summ, _sizes) in zip(specs, results):
@@ -982,7 +1024,7 @@ class Grokking(Study):
         ax = axes[1, 0]
         for i in seeds:
             c = colors[i % len(colors)]
-            for arm, ls in (("baseline", ":"), ("ascent", "-"), ("normpen", "-.")):
+            for arm, ls in (("baseline", ":"), ("ascent", "-"), ("control", "-.")):
                 key = f"modular/{op}/{arm}/{i}"
                 if key in series:
                     ax.plot(series[key]["step"], series[key]["test_acc"], color=c, ls=ls, lw=1.3)
