@@ -958,7 +958,7 @@ class Grokking(Study):
         results = ctx.map(_run_job, [(cfg_dict, sp, ctx.device, None) for sp in first], processes=cfg.workers,
                           desc="grokking")
         key = "sizes" if cfg.control_kind == "normpen" else "grads"  # match the term's size or its gradient norm
-        targets = {sp[3]: r[2][key] for sp, r in zip(first, results) if sp[2] == "ascent"}
+        targets = {sp[3]: r[2][key] for sp, r in zip(first, results) if sp[0] == "modular" and sp[2] == "ascent"}
         second = [sp for sp in specs if sp[2] == "control"]
         if second:
             results += ctx.map(_run_job, [(cfg_dict, sp, ctx.device, targets.get(sp[3])) for sp in second],
