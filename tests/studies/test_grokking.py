@@ -176,6 +176,11 @@ def test_claim_checks_decide_from_numbers():
     assert ok.held is True and ok.numbers["control_term_size_over_ascent_term"] == [1.0, 1.0, 1.0]
     assert check_control(_fake_metrics(b3, [1400, 1500, 1450], ctl=(1.0, 0.03)), CFG).held is False
     assert check_control(_fake_metrics(b3, [1400, 1500, 1450], ctl=(0.03, 0.03)), CFG).held is None  # dead control
+    m = _fake_metrics(b3, [1400, 1500, 1450], ctl=(1.0, 0.03))
+    pairs = ((500, 500), (400, 200), (300, 600))  # (ascent, control) mean gradient norms while on
+    for a, c, (ga, gc) in zip(m["modular"]["add"]["ascent"], m["modular"]["add"]["control"], pairs):
+        a["reg_grad_on_mean"], c["reg_grad_on_mean"] = ga, gc
+    assert check_control(m, CFG).numbers["control_grad_norm_over_ascent_grad_norm"] == [1.0, 0.5, 2.0]
 
 
 def test_onset_family_is_holm_corrected():
