@@ -115,8 +115,11 @@ def test_ctrl_c_stops_promptly_and_says_so(tmp_path, jobs):
     marker = tmp_path / "started"
     env = {**os.environ, "TOY_SLEEP": "60", "TOY_STARTED": str(marker)}
     args = ["reproduce", "toy-mean", "-p", "smoke", "--seeds", "2", "--jobs", jobs, "--root", str(tmp_path), "-q"]
+    # a terminal's foreground job has the default Ctrl-C handling, even when these tests run in a background job
+    # (which a non-interactive shell starts with SIGINT ignored, an ignore its children would inherit)
     proc = subprocess.Popen(
-        [*CLI, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        [*CLI, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     workers = _wait_for(marker, proc)
     t0 = time.time()
