@@ -193,10 +193,12 @@ class TightBounds(Study):
         setup_torch(1)
         if dataset == "mnist1d":
             d = mnist1d_data(seed=ctx.seed_for("mnist1d") % 2**31, num_samples=cfg.app_l_samples)
-            fixed = Split(d.x_train, d.y_train, d.x_test, d.y_test)
+            generated = Split(d.x_train, d.y_train, d.x_test, d.y_test)
+            splits = [generated] * cfg.seeds
+        else:
+            splits = [digits_split(0.3, seed=ctx.seed_for("split", seed)) for seed in range(cfg.seeds)]
         out: dict[str, list[dict[str, float]]] = {lrn: [] for lrn in learners}
-        for seed in range(cfg.seeds):
-            split = fixed if dataset == "mnist1d" else digits_split(0.3, seed=ctx.seed_for("split", seed))
+        for seed, split in enumerate(splits):
             for lrn in learners:
                 y = split.y_train
                 if lrn == "mlp_random_labels":
