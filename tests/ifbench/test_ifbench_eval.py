@@ -253,8 +253,44 @@ def test_punkt_in_one_pass_equals_nltk_punkt(mode):
     texts += [v for t in texts[-200:] for v in loose_variants(t)]
     with nltk_mode(mode):
         tok = nlp._sent_tokenizer()
+        punkt, _ = nlp._nltk_modules()
+        nltk_tok = punkt.PunktSentenceTokenizer(tok._params)  # NLTK's own classes and decisions, nothing of ours
         for t in texts:
-            assert nlp._punkt_sentences(tok, t) == tok.tokenize(t), t
+            assert nlp._punkt_sentences(tok, t) == nltk_tok.tokenize(t), t
+
+
+@pytest.mark.parametrize("mode", ["real", "offline"])
+def test_punkt_break_decisions_equal_nltk(mode):
+    """The memoised break decision (with its shortcut for "word. Next") equals NLTK's ``text_contains_sentbreak``
+    on every candidate context of the official prompts and on contexts built around abbreviations, collocations,
+    initials, numbers, non-ASCII letters and odd whitespace."""
+    import itertools
+
+    from genlab.ifbench import nlp
+
+    if mode == "real" and not HAVE_NLTK_DATA:
+        pytest.skip("../shared/nltk_data not present")
+    with nltk_mode(mode):
+        tok = nlp._sent_tokenizer()
+        decide, nltk_decision = tok.text_contains_sentbreak, type(tok).text_contains_sentbreak.__get__(tok)
+        rx = tok._lang_vars.period_context_re()
+        texts = [i.prompt for f in (IFBENCH_FILE, IFEVAL_FILE) if f.exists() for i in load_prompts(f)]
+        contexts = {t[max(0, m.start() - 12) : m.end("after_tok")] for t in texts for m in rx.finditer(t)}
+        words = [*sorted(tok._params.abbrev_types)[:80], *sorted({a for a, _ in tok._params.collocations})[:80],
+                 "river", "River", "RIVER", "a", "I", "mr", "Mr", "e.g", "U.S", "3", "1990s", "x-ray", "co-op",
+                 "naïve", "Straße", "it's", "(word", "word)", ""]  # fmt: skip
+        ends, nexts = [".", "?", "!"], [" The", " the", "\nNext", "\u00a0Next", "  (x", " 5", ")", "?", " — x", " ."]
+        contexts |= {w + e + n for w, e, n in itertools.product(words, ends, nexts)}
+        assert len(contexts) > 3000
+        for c in contexts:
+            assert decide(c) == nltk_decision(c), c
+        # English Punkt's collocations all start with a number or an initial; with a word-initial one (as other
+        # languages' parameters have), "river. bank" is no break and the shortcut must leave it to NLTK
+        punkt, _ = nlp._nltk_modules()
+        params = punkt.PunktParameters()
+        params.abbrev_types, params.collocations = set(tok._params.abbrev_types), {("river", "bank")}
+        other = punkt.PunktSentenceTokenizer(params)
+        assert nlp._sentbreak_decider(other)("river. bank") is other.text_contains_sentbreak("river. bank") is False
 
 
 def test_language_detection_is_deterministic():
