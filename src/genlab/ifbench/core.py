@@ -140,13 +140,18 @@ class Constraint:
 
     def check_normalized(self, text: str, kwargs: dict[str, Any], fixed: bool) -> Verdict:
         """:meth:`check` with kwargs that :meth:`normalize` returned (the evaluator normalises them once)."""
+        return Verdict(*self.judge(text, kwargs, fixed))
+
+    def judge(self, text: str, kwargs: dict[str, Any], fixed: bool) -> tuple[bool, str]:
+        """``(ok, reason)`` of :meth:`check_normalized` without building a :class:`Verdict` (the evaluator's
+        hot path)."""
         try:
             ok, reason = self._check(text, kwargs, fixed)
         except MissingDataError:
             raise
         except Exception as e:  # a checker bug must not take down an evaluation run
-            return Verdict(False, f"checker error ({type(e).__name__}: {e}); counted as not followed")
-        return Verdict(bool(ok), reason)
+            return False, f"checker error ({type(e).__name__}: {e}); counted as not followed"
+        return bool(ok), reason
 
     def describe(self, kwargs: Mapping[str, Any] | None = None) -> str:
         """The instruction text for these kwargs (our wording)."""

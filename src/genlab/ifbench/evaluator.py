@@ -169,13 +169,13 @@ def _worker(args: tuple[list[PromptItem], list[str | None], str]) -> list[Prompt
                     c = get(cid)
                     todo.append((i, j, c, c.normalize(item.kwargs[j])))
     prepare((c, resps[i]) for i, _, c, _ in todo)
-    strict = {(i, j): c.check_normalized(resps[i], kw, fixed) for i, j, c, kw in todo}
-    failed = [t for t in todo if not strict[t[0], t[1]].ok]
+    strict = {(i, j): c.judge(resps[i], kw, fixed) for i, j, c, kw in todo}  # (ok, reason)
+    failed = [t for t in todo if not strict[t[0], t[1]][0]]
     variants = {i: _distinct_variants(resps[i]) for i in {t[0] for t in failed}}
     prepare((c, text) for i, _, c, _ in failed for _, text in variants[i])
     loose = {}
     for i, j, c, kw in failed:
-        loose[i, j] = next((name for name, text in variants[i] if c.check_normalized(text, kw, fixed)), None)
+        loose[i, j] = next((name for name, text in variants[i] if c.judge(text, kw, fixed)[0]), None)
     results = []
     for i, (item, response) in enumerate(zip(items, resps)):
         ins = []
@@ -187,11 +187,11 @@ def _worker(args: tuple[list[PromptItem], list[str | None], str]) -> list[Prompt
                 ins.append(InstructionResult(cid, False, False, "unknown instruction id (skipped)", skipped=True))
             elif (i, j) not in strict:
                 ins.append(InstructionResult(cid, False, False, "empty response"))
-            elif strict[i, j].ok:
-                ins.append(InstructionResult(cid, True, True, strict[i, j].reason, "full"))
+            elif strict[i, j][0]:
+                ins.append(InstructionResult(cid, True, True, strict[i, j][1], "full"))
             else:
                 lv = loose[i, j]
-                ins.append(InstructionResult(cid, False, lv is not None, strict[i, j].reason, lv))
+                ins.append(InstructionResult(cid, False, lv is not None, strict[i, j][1], lv))
         results.append(
             PromptResult(item.key, item.prompt, response or "", item.instruction_id_list, ins, missing=response is None)
         )
