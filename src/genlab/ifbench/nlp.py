@@ -222,6 +222,7 @@ def clear_caches() -> None:
     _cached_words.cache_clear()
     _sentence_words.cache_clear()
     _cached_regex_split.cache_clear()
+    _first_tag.cache_clear()
     if _S.sent_tok is not None and hasattr(_S.sent_tok.text_contains_sentbreak, "cache_clear"):
         _S.sent_tok.text_contains_sentbreak.cache_clear()
 
@@ -700,14 +701,21 @@ def first_pos_tag(tokens: list[str]) -> str | None:
         return None
     if _S.tagger is None:
         _S.tagger = _load_tagger() or {}
-    tg = _S.tagger
-    if not tg:
+    if not _S.tagger:
         return None
+    return _first_tag(tuple(tokens[:3]))
+
+
+@functools.lru_cache(maxsize=8192)
+def _first_tag(tokens: tuple[str, ...]) -> str:
+    """:func:`first_pos_tag` with the tagger loaded, memoised per first three tokens (the loose variants of a
+    response mostly share them)."""
+    tg = _S.tagger
     word = tokens[0]
     tag = tg["tagdict"].get(word)
     if tag:
         return tag
-    ctx = [*_START, *(_normalize(w) for w in tokens[:3]), *_END]
+    ctx = [*_START, *(_normalize(w) for w in tokens), *_END]
     i = 2
     prev, prev2 = _START
     feats: defaultdict[str, int] = defaultdict(int)
