@@ -36,10 +36,12 @@ import functools
 import hashlib
 import json
 import math
+import operator
 import os
 import random
 import re
 import sqlite3
+from array import array
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -172,9 +174,8 @@ class _Profiles:
         self.mat = np.empty((4096, len(self.langlist)))
         self.n = 0
 
-    def rows(self, grams: list[str]) -> list[int]:
-        """Row indices of the n-grams that have a profile entry, in order (the others are dropped, as in
-        langdetect's ``_extract_ngrams``)."""
+    def add(self, grams: list[str]) -> None:
+        """Look up the n-grams not seen yet (one query): each gets its row, or -1 when no profile has it."""
         import numpy as np
 
         new = [g for g in dict.fromkeys(grams) if g not in self.row]
@@ -192,6 +193,11 @@ class _Profiles:
                     self.mat[self.n] = v
                     self.row[g] = self.n
                     self.n += 1
+
+    def rows(self, grams: list[str]) -> list[int]:
+        """Row indices of the n-grams that have a profile entry, in order (the others are dropped, as in
+        langdetect's ``_extract_ngrams``)."""
+        self.add(grams)
         row = self.row
         return [r for r in (row[g] for g in grams) if r >= 0]
 
@@ -208,8 +214,12 @@ _LATIN = re.compile("[A-z]")  # langdetect counts 'A' <= ch <= 'z' (so also [\]^
 # langdetect means to skip Latin Extended Additional here, but compares a block number with a block name, so
 # every character from U+0300 up counts as non-Latin
 _NON_LATIN = re.compile("[\u0300-\U0010ffff]")
-_NORM: dict[int, str] = {}
-_WORD_ROWS: dict[str, tuple[list[int], list[int]]] = {}
+_NOT_LATIN_BYTES = bytes(b for b in range(256) if not 0x41 <= b <= 0x7A)  # all but [A-z]
+# Per word: the profile rows (int64, as bytes, so that a text's rows are one ``bytes.join``) of its n-grams when a
+# space follows it, and when it ends the text. The two maps always hold the same words.
+_WORD_ROWS: dict[str, bytes] = {}
+_WORD_END_ROWS: dict[str, bytes] = {}
+_ROW_TYPE = "q"  # array.array's typecode for int64, numpy's dtype of the rows
 
 
 def _prepare(text: str) -> str:
@@ -222,14 +232,34 @@ def _prepare(text: str) -> str:
     if "@" in text:
         text = Detector.MAIL_RE.sub(" ", text)
     if text.isascii():  # nothing to normalise for Vietnamese, no non-Latin character: a byte table will do
-        return _SPACES.sub(" ", text[:MAX_TEXT]).encode("ascii").translate(_ascii_table()).decode("ascii")
-    text = _SPACES.sub(" ", NGram.normalize_vi(text)[:MAX_TEXT])
-    if 2 * len(_LATIN.findall(text)) < len(_NON_LATIN.findall(text)):
+        text = text[:MAX_TEXT]
+        if "  " in text:
+            text = _SPACES.sub(" ", text)
+        return text.encode("ascii").translate(_ascii_table()).decode("ascii")
+    if any(mark in text for mark in NGram.DMARK_CLASS):  # else normalize_vi's pattern cannot match
+        text = NGram.normalize_vi(text)
+    text = text[:MAX_TEXT]
+    if "  " in text:
+        text = _SPACES.sub(" ", text)
+    # the Latin letters [A-z] are ASCII; the non-Latin characters (from U+0300) are at most the non-ASCII ones
+    ascii_part = text.encode("ascii", "ignore")
+    latin = len(ascii_part.translate(None, _NOT_LATIN_BYTES))
+    if 2 * latin < len(text) - len(ascii_part) and 2 * latin < len(_NON_LATIN.findall(text)):
         text = _LATIN.sub("", text)
-    for ch in set(text):
-        if ord(ch) not in _NORM:
-            _NORM[ord(ch)] = NGram.normalize(ch)
     return text.translate(_NORM)
+
+
+class _Normalized(dict):  # type: ignore[type-arg]
+    """``NGram.normalize`` of each character (by code point) met so far, computed on first use."""
+
+    def __missing__(self, code: int) -> str:
+        from langdetect.utils.ngram import NGram
+
+        self[code] = ch = NGram.normalize(chr(code))
+        return ch
+
+
+_NORM = _Normalized()
 
 
 @functools.lru_cache(maxsize=1)
@@ -245,53 +275,70 @@ def _word_grams(w: str) -> tuple[list[str], list[str]]:
     n-grams are w[j], (" "+w)[j:j+2], (" "+w)[j-1:j+2]; a character is skipped while two capitals in a row are
     seen; a space after the word adds its last one or two characters + " "."""
     s = " " + w
-    inner: list[str] = []
-    last, cap = " ", False
-    for j, c in enumerate(w):
-        if c.isupper():
-            if last.isupper():
-                cap = True
-        else:
-            cap = False
-        last = c
-        if cap:
-            continue
-        inner.append(c)
-        inner.append(s[j : j + 2])
-        if j:
-            inner.append(s[j - 1 : j + 2])
+    if len(w) < 2 or w[1:].islower():  # no capital after the first character: none is skipped
+        inner = [w[0], s[0:2]]
+        for j in range(1, len(w)):
+            inner += (w[j], s[j : j + 2], s[j - 1 : j + 2])
+    else:
+        inner = []
+        last, cap = " ", False
+        for j, c in enumerate(w):
+            if c.isupper():
+                if last.isupper():
+                    cap = True
+            else:
+                cap = False
+            last = c
+            if cap:
+                continue
+            inner.append(c)
+            inner.append(s[j : j + 2])
+            if j:
+                inner.append(s[j - 1 : j + 2])
     g = s[-3:]
     g2 = (g[1:] if len(g) >= 3 else g) + " "
     tail = [g2[-2:], g2] if len(g2) == 3 else [g2[-2:]]
     return inner, tail
 
 
+def _ngram_bytes(text: str) -> bytes:
+    """Profile rows (int64 bytes) of the n-grams langdetect extracts from ``text`` (prepared), in its order."""
+    words = text.split(" ")
+    last = words.pop()  # not followed by a space
+    try:
+        return _joined(words) + _WORD_END_ROWS[last]
+    except KeyError:
+        if len(_WORD_ROWS) > 200_000:
+            _WORD_ROWS.clear()
+            _WORD_END_ROWS.clear()
+        _add_words({*words, last}.difference(_WORD_ROWS))
+        return _joined(words) + _WORD_END_ROWS[last]
+
+
+def _joined(words: list[str]) -> bytes:
+    """The rows of ``words``, each followed by a space (KeyError if one is not memoised yet)."""
+    if len(words) > 1:
+        return b"".join(operator.itemgetter(*words)(_WORD_ROWS))
+    return _WORD_ROWS[words[0]] if words else b""
+
+
 def _ngram_rows(text: str) -> list[int]:
     """Profile rows of the n-grams langdetect extracts from ``text`` (prepared), in its order."""
-    cache = _WORD_ROWS
-    if len(cache) > 200_000:
-        cache.clear()
-    out: list[int] = []
-    words = text.split(" ")
-    for w in words[:-1]:  # each word followed by a space: its n-grams and those the space adds
-        hit = cache.get(w) or _word_rows(w)
-        out += hit[0]
-    return out + _word_rows(words[-1])[1]
+    return array(_ROW_TYPE, _ngram_bytes(text)).tolist()
 
 
-def _word_rows(w: str) -> tuple[list[int], list[int]]:
-    """Profile rows of the n-grams of the word ``w`` followed by a space, and not followed by one (memoised)."""
-    hit = _WORD_ROWS.get(w)
-    if hit is None:
-        if w:
-            profiles = _profiles()
-            inner, tail = _word_grams(w)
-            inner_rows = profiles.rows(inner)
-            hit = (inner_rows + profiles.rows(tail), inner_rows)
-        else:  # between two spaces: nothing
-            hit = ([], [])
-        _WORD_ROWS[w] = hit
-    return hit
+def _add_words(words: Iterable[str]) -> None:
+    """Memoise the profile rows of the n-grams of each of ``words`` followed by a space, and not followed by one."""
+    profiles = _profiles()
+    grams = {w: _word_grams(w) for w in words if w}
+    profiles.add([g for inner, tail in grams.values() for part in (inner, tail) for g in part])
+    row = profiles.row
+    for w, (inner, tail) in grams.items():
+        end = array(_ROW_TYPE, [r for r in map(row.__getitem__, inner) if r >= 0]).tobytes()
+        _WORD_ROWS[w] = end + array(_ROW_TYPE, [r for r in map(row.__getitem__, tail) if r >= 0]).tobytes()
+        _WORD_END_ROWS[w] = end
+    if "" in words:  # between two spaces: nothing
+        _WORD_ROWS[""] = _WORD_END_ROWS[""] = b""
 
 
 # ------------------------------------------------------------------------------------------ the random stream
@@ -373,37 +420,38 @@ _WINDOW = 1024
 class _Draws:
     """For a batch of texts: the profile row that each ``choice`` over a text's n-grams picks, at every position
     of the first ``size`` words of the stream where a draw is accepted (the stream is shared; which words are
-    accepted depends on the text's number of n-grams)."""
+    accepted depends on the text's number of n-grams). The texts' profile rows lie one after the other in
+    ``rows``: text ``i``'s are ``rows[first[i] : first[i] + m[i]]`` (``m[i] >= 1``)."""
 
-    def __init__(self, stream: _Stream, rows: list[Any], size: int | None = None) -> None:
+    def __init__(self, stream: _Stream, rows: Any, first: Any, m: Any, size: int | None = None) -> None:
         import numpy as np
 
         size = size or _WINDOW
-        self.stream, self.text_rows, self.size = stream, rows, size
-        m = np.array([len(r) for r in rows], dtype=np.uint32)
-        shift = (32 - np.array([int(k).bit_length() for k in m])).astype(np.uint32)
-        first = np.concatenate(([0], np.cumsum(m)[:-1])).astype(np.intp)  # start of each text in the rows
+        self.stream, self.rows, self.first, self.m, self.size = stream, rows, first, m, size
+        shift = (32 - np.frexp(m)[1]).astype(np.uint32)  # 32 - m.bit_length()
         r = stream.take(0, size)[None, :] >> shift[:, None]
         flat = np.flatnonzero(r < m[:, None])  # accepted draws, text by text, in stream order
         bits = size.bit_length() - 1  # size is a power of two
         text, self.at = flat >> bits, flat & (size - 1)  # the text and the stream position of each accepted draw
-        self.row = np.concatenate(rows)[first[text] + r.ravel()[flat]]  # its profile row
+        self.row = rows[first[text] + r.ravel()[flat]]  # its profile row
         self.key = flat + text  # = text * (size + 1) + position: sorted
-        self.end = np.cumsum(np.bincount(text, minlength=len(rows)))  # one past each text's last draw
+        self.end = np.cumsum(np.bincount(text, minlength=len(m)))  # one past each text's last draw
 
     def steps(self, texts: Any, pos: Any, n: int) -> tuple[Any, Any]:
-        """Stream positions and profile rows (each ``len(texts)`` x ``n``) of the next ``n`` draws of each of
-        ``texts`` from its stream position ``pos``. Texts that need words past ``size`` (long trials, rare) get
-        them from a four times longer window computed for those texts alone."""
+        """Stream positions and profile rows (each ``n`` x ``len(texts)``: step by step) of the next ``n`` draws
+        of each of ``texts`` from its stream position ``pos``. Texts that need words past ``size`` (long trials,
+        rare) get them from a four times longer window computed for those texts alone."""
         import numpy as np
 
         start = np.searchsorted(self.key, texts * (self.size + 1) + pos)
         short = start + n > self.end[texts]
-        idx = np.minimum(start[:, None] + np.arange(n), len(self.at) - 1)
+        idx = start + np.arange(n)[:, None]
+        np.minimum(idx, len(self.at) - 1, out=idx)
         at, row = self.at[idx], self.row[idx]
         if short.any():
-            more = _Draws(self.stream, [self.text_rows[t] for t in texts[short]], 4 * self.size)
-            at[short], row[short] = more.steps(np.arange(short.sum()), pos[short], n)
+            sel = texts[short]
+            more = _Draws(self.stream, self.rows, self.first[sel], self.m[sel], 4 * self.size)
+            at[:, short], row[:, short] = more.steps(np.arange(len(sel)), pos[short], n)
         return at, row
 
 
@@ -411,6 +459,10 @@ class _Draws:
 # (a step divisible by 5) and, after step 0, holds whole groups of 5 steps. On the IFEval responses half of the
 # trials stop by step 35, 90% by step 60 and 99% by step 115.
 _BLOCKS = (36, 25, 55, 140, ITERATION_LIMIT + 1 - 256)
+# A checkpoint where a language other than the leader has a log-probability above the leader's + _NEAR cannot
+# stop: its largest probability is at most 1 / (1 + exp(_NEAR)) < CONV_THRESHOLD (with a margin far above
+# rounding), so the exact test (the sum of 55 exponentials) is only evaluated at the other checkpoints.
+_NEAR = -11.4
 
 
 def _run_trial(draws: _Draws, texts: Any, pos: Any, weight: Any, mat: Any) -> Any:
@@ -430,30 +482,42 @@ def _run_trial(draws: _Draws, texts: Any, pos: Any, weight: Any, mat: Any) -> An
     done = 0  # steps taken so far
     for n in _BLOCKS:
         ids = texts[live]
+        n_live = len(ids)
         at, row = draws.steps(ids, pos[ids], n)
-        f = mat[row.T]  # (step, text, language)
-        f += weight[ids, None]
+        f = mat.take(row, axis=0)  # (step, text, language)
+        f += np.repeat(weight[ids, None], n_lang, axis=1)
         first = int(done == 0)  # step 0 is a checkpoint of its own
-        g = f[first:].reshape(-1, 5, len(live), n_lang)
-        groups = g[:, 0] * g[:, 1] * g[:, 2] * g[:, 3] * g[:, 4]
+        g = f[first:].reshape(-1, 5, n_live, n_lang)
+        cum = np.empty((len(g) + first, n_live, n_lang))  # (checkpoint, text, language)
         if first:
-            groups = np.concatenate((f[:1], groups))
-        cum = np.log(groups)  # (checkpoint, text, language), accumulated in place:
+            cum[0] = f[0]
+        groups = cum[first:]  # the product of each group of 5 factors, in langdetect's order
+        np.multiply(g[:, 0], g[:, 1], out=groups)
+        groups *= g[:, 2]
+        groups *= g[:, 3]
+        groups *= g[:, 4]
+        np.log(cum, out=cum)  # accumulated in place:
         cum[0] += logp[live]
         for j in range(1, len(cum)):
             cum[j] += cum[j - 1]
         logp[live] = cum[-1]
         cum -= cum.max(axis=2, keepdims=True)
-        total = np.exp(cum).sum(axis=2)  # at each checkpoint the largest probability is 1 / total
-        stop = 1.0 / total > CONV_THRESHOLD
+        # at a checkpoint the largest probability is 1 / sum(exp(cum)); only where no other language is near
+        # the leader can it pass the threshold
+        flat = cum.reshape(-1, n_lang)
+        near = np.flatnonzero((flat > _NEAR).sum(axis=1) == 1)
+        stop = np.zeros(len(flat), dtype=bool)
+        stop[near] = 1.0 / np.exp(flat[near]).sum(axis=1) > CONV_THRESHOLD
+        stop = stop.reshape(len(cum), n_live)
         if done + n > ITERATION_LIMIT:  # the last checkpoint (step 1000) stops every trial
             stop[-1] = True
         hit = stop.any(axis=0)
         k = stop.argmax(axis=0)  # first checkpoint that stops, per text
         ended = np.where(hit, 5 * k + 4 * (1 - first), n - 1)  # its step's index in the block
-        pos[ids] = at[np.arange(len(live)), ended] + 1
+        pos[ids] = at[ended, np.arange(n_live)] + 1
         h = np.flatnonzero(hit)
-        prob[live[h]] = np.exp(cum[k[h], h]) / total[k[h], h, None]
+        e = np.exp(cum[k[h], h])
+        prob[live[h]] = e / e.sum(axis=1)[:, None]
         live = live[~hit]
         if not len(live):
             return prob
@@ -465,12 +529,16 @@ def _detect_batch(texts: list[str], stream: _Stream) -> list[str | None]:
     import numpy as np
 
     profiles = _profiles()
-    rows = [np.array(_ngram_rows(_prepare(t)), dtype=np.intp) for t in texts]
+    parts = [_ngram_bytes(_prepare(t)) for t in texts]
+    size = np.array([len(b) for b in parts], dtype=np.int64) // 8
     out: list[str | None] = [None] * len(texts)
-    has = [i for i, r in enumerate(rows) if len(r)]  # no n-gram: langdetect cannot decide
-    if not has:
+    has = np.flatnonzero(size)  # no n-gram: langdetect cannot decide
+    if not len(has):
         return out
-    draws = _Draws(stream, [rows[i] for i in has])
+    rows = np.frombuffer(b"".join(parts), dtype=np.int64)
+    m = size[has]
+    first = (np.cumsum(size) - size)[has]
+    draws = _Draws(stream, rows, first, m.astype(np.uint32))
     pos = np.zeros(len(has), dtype=np.intp)
     weight = np.zeros(len(has))
     spare = np.zeros(len(has))
@@ -494,7 +562,7 @@ def _detect_batch(texts: list[str], stream: _Stream) -> list[str | None]:
         if not len(undecided):
             break
     best = np.argmax(langprob, axis=1)  # langdetect sorts the languages above 0.1 (stable) and takes the first
-    for j, (i, b) in enumerate(zip(has, best.tolist())):
+    for j, (i, b) in enumerate(zip(has.tolist(), best.tolist())):
         out[i] = profiles.langlist[b] if langprob[j, b] > PROB_THRESHOLD else "unknown"
     return out
 
@@ -541,6 +609,7 @@ def clear_cache() -> None:
     _MEMO.clear()
     _EXPECTED.clear()
     _WORD_ROWS.clear()
+    _WORD_END_ROWS.clear()
 
 
 def detect(text: str) -> str:
