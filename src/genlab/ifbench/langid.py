@@ -413,8 +413,10 @@ def _stream() -> _Stream | None:
 # ------------------------------------------------------------------------------------------------- detection
 
 
-# Stream words looked at first (a power of two): 7 trials of 60 steps when at least 2 in 5 draws are accepted
-_WINDOW = 1024
+# Stream words looked at first (a power of two): 4 trials of 50 steps (a clear text's) when at least half of the
+# draws are accepted (always: a draw below 2 ** m.bit_length() is accepted when below m); texts that run past it
+# get a longer window
+_WINDOW = 512
 
 
 class _Draws:
@@ -426,16 +428,17 @@ class _Draws:
     def __init__(self, stream: _Stream, rows: Any, first: Any, m: Any, size: int | None = None) -> None:
         import numpy as np
 
-        size = size or _WINDOW
+        size = size or _WINDOW  # a power of two
         self.stream, self.rows, self.first, self.m, self.size = stream, rows, first, m, size
         shift = (32 - np.frexp(m)[1]).astype(np.uint32)  # 32 - m.bit_length()
         r = stream.take(0, size)[None, :] >> shift[:, None]
-        flat = np.flatnonzero(r < m[:, None])  # accepted draws, text by text, in stream order
-        bits = size.bit_length() - 1  # size is a power of two
-        text, self.at = flat >> bits, flat & (size - 1)  # the text and the stream position of each accepted draw
-        self.row = rows[first[text] + r.ravel()[flat]]  # its profile row
-        self.key = flat + text  # = text * (size + 1) + position: sorted
-        self.end = np.cumsum(np.bincount(text, minlength=len(m)))  # one past each text's last draw
+        accepted = r < m[:, None]
+        count = np.count_nonzero(accepted, axis=1)
+        flat = np.flatnonzero(accepted)  # accepted draws, text by text, in stream order
+        self.at = flat & (size - 1)  # the stream position of each accepted draw
+        self.key = flat + (flat >> (size.bit_length() - 1))  # = text * (size + 1) + position: sorted
+        self.row = rows[np.repeat(first, count) + r[accepted]]  # its profile row
+        self.end = np.cumsum(count)  # one past each text's last draw
 
     def steps(self, texts: Any, pos: Any, n: int) -> tuple[Any, Any]:
         """Stream positions and profile rows (each ``n`` x ``len(texts)``: step by step) of the next ``n`` draws
@@ -465,7 +468,17 @@ _BLOCKS = (36, 25, 55, 140, ITERATION_LIMIT + 1 - 256)
 _NEAR = -11.4
 
 
-def _run_trial(draws: _Draws, texts: Any, pos: Any, weight: Any, mat: Any) -> Any:
+def _scratch(bufs: list[Any], i: int, shape: tuple[int, ...]) -> Any:
+    """An uninitialised array of ``shape`` in the reusable buffer ``bufs[i]`` (grown when too small)."""
+    import numpy as np
+
+    size = math.prod(shape)
+    if len(bufs[i]) < size:
+        bufs[i] = np.empty(size)
+    return bufs[i][:size].reshape(shape)
+
+
+def _run_trial(draws: _Draws, texts: Any, pos: Any, weight: Any, mat: Any, scratch: list[Any]) -> Any:
     """One trial for each of ``texts`` (indices into the batch), text ``i`` starting at stream position ``pos[i]``
     with weight ``weight[i]``. Returns the final (normalised) probabilities, one row per text of ``texts``; ``pos``
     is advanced in place.
@@ -484,11 +497,12 @@ def _run_trial(draws: _Draws, texts: Any, pos: Any, weight: Any, mat: Any) -> An
         ids = texts[live]
         n_live = len(ids)
         at, row = draws.steps(ids, pos[ids], n)
-        f = mat.take(row, axis=0)  # (step, text, language)
+        f = _scratch(scratch, 0, (n, n_live, n_lang))  # (step, text, language)
+        np.take(mat, row, axis=0, out=f, mode="clip")  # (the rows are valid: "clip" only avoids a copy)
         f += np.repeat(weight[ids, None], n_lang, axis=1)
         first = int(done == 0)  # step 0 is a checkpoint of its own
         g = f[first:].reshape(-1, 5, n_live, n_lang)
-        cum = np.empty((len(g) + first, n_live, n_lang))  # (checkpoint, text, language)
+        cum = _scratch(scratch, 1, (len(g) + first, n_live, n_lang))  # (checkpoint, text, language)
         if first:
             cum[0] = f[0]
         groups = cum[first:]  # the product of each group of 5 factors, in langdetect's order
@@ -544,6 +558,7 @@ def _detect_batch(texts: list[str], stream: _Stream) -> list[str | None]:
     spare = np.zeros(len(has))
     langprob = np.zeros((len(has), len(profiles.langlist)))
     undecided = np.arange(len(has))
+    scratch = [np.empty(0), np.empty(0)]  # the trials' work arrays, reused
     for trial in range(N_TRIAL):
         u = undecided
         if trial % 2 == 0:  # gauss() draws a pair and keeps the second value for the next call
@@ -552,7 +567,7 @@ def _detect_batch(texts: list[str], stream: _Stream) -> list[str | None]:
         else:
             z = spare[u]
         weight[u] = (ALPHA + z * ALPHA_WIDTH) / BASE_FREQ
-        langprob[u] += _run_trial(draws, u, pos, weight, profiles.mat) / N_TRIAL
+        langprob[u] += _run_trial(draws, u, pos, weight, profiles.mat, scratch) / N_TRIAL
         # A trial adds at most 1/7 to a language. Once the leader is ahead of every other language by more than
         # what the remaining trials can add (and above 0.1), langdetect's answer is known: skip those trials.
         top2 = np.sort(langprob[u], axis=1)[:, -2:]
