@@ -41,6 +41,7 @@ import os
 import random
 import re
 import sqlite3
+import sys
 from array import array
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -171,6 +172,7 @@ class _Profiles:
         except Exception:  # not built yet, read-only home, broken cache, ...: langdetect's JSON profiles
             self.langlist, self._fetch = _json_source()
         self.row: dict[str, int] = {}  # n-gram -> row of self.mat, or -1 when no profile has it
+        self.packed: dict[str, bytes] = {}  # n-gram -> its row as int64 bytes, or b"" when no profile has it
         self.mat = np.empty((4096, len(self.langlist)))
         self.n = 0
 
@@ -189,9 +191,11 @@ class _Profiles:
                 v = found.get(g)
                 if v is None:
                     self.row[g] = -1
+                    self.packed[g] = b""
                 else:
                     self.mat[self.n] = v
                     self.row[g] = self.n
+                    self.packed[g] = self.n.to_bytes(8, sys.byteorder)
                     self.n += 1
 
     def rows(self, grams: list[str]) -> list[int]:
@@ -332,10 +336,10 @@ def _add_words(words: Iterable[str]) -> None:
     profiles = _profiles()
     grams = {w: _word_grams(w) for w in words if w}
     profiles.add([g for inner, tail in grams.values() for part in (inner, tail) for g in part])
-    row = profiles.row
+    packed = profiles.packed.__getitem__
     for w, (inner, tail) in grams.items():
-        end = array(_ROW_TYPE, [r for r in map(row.__getitem__, inner) if r >= 0]).tobytes()
-        _WORD_ROWS[w] = end + array(_ROW_TYPE, [r for r in map(row.__getitem__, tail) if r >= 0]).tobytes()
+        end = b"".join(map(packed, inner))
+        _WORD_ROWS[w] = end + b"".join(map(packed, tail))
         _WORD_END_ROWS[w] = end
     if "" in words:  # between two spaces: nothing
         _WORD_ROWS[""] = _WORD_END_ROWS[""] = b""
@@ -466,6 +470,7 @@ _BLOCKS = (36, 25, 55, 140, ITERATION_LIMIT + 1 - 256)
 # stop: its largest probability is at most 1 / (1 + exp(_NEAR)) < CONV_THRESHOLD (with a margin far above
 # rounding), so the exact test (the sum of 55 exponentials) is only evaluated at the other checkpoints.
 _NEAR = -11.4
+_CHUNK = 1 << 15  # factors (floats) computed at a time: about 256 kB, they stay in the cache while used
 
 
 def _scratch(bufs: list[Any], i: int, shape: tuple[int, ...]) -> Any:
@@ -497,19 +502,26 @@ def _run_trial(draws: _Draws, texts: Any, pos: Any, weight: Any, mat: Any, scrat
         ids = texts[live]
         n_live = len(ids)
         at, row = draws.steps(ids, pos[ids], n)
-        f = _scratch(scratch, 0, (n, n_live, n_lang))  # (step, text, language)
-        np.take(mat, row, axis=0, out=f, mode="clip")  # (the rows are valid: "clip" only avoids a copy)
-        f += np.repeat(weight[ids, None], n_lang, axis=1)
         first = int(done == 0)  # step 0 is a checkpoint of its own
-        g = f[first:].reshape(-1, 5, n_live, n_lang)
-        cum = _scratch(scratch, 1, (len(g) + first, n_live, n_lang))  # (checkpoint, text, language)
+        n_groups = (n - first) // 5
+        cum = _scratch(scratch, 1, (n_groups + first, n_live, n_lang))  # (checkpoint, text, language)
+        w = np.repeat(weight[ids, None], n_lang, axis=1)
         if first:
-            cum[0] = f[0]
-        groups = cum[first:]  # the product of each group of 5 factors, in langdetect's order
-        np.multiply(g[:, 0], g[:, 1], out=groups)
-        groups *= g[:, 2]
-        groups *= g[:, 3]
-        groups *= g[:, 4]
+            np.take(mat, row[0], axis=0, out=cum[0], mode="clip")  # (the rows are valid: "clip" avoids a copy)
+            cum[0] += w
+        # the factors of a few groups of 5 steps at a time
+        per = max(1, _CHUNK // (5 * n_live * n_lang))
+        for c in range(0, n_groups, per):
+            q = min(per, n_groups - c)
+            f = _scratch(scratch, 0, (5 * q, n_live, n_lang))  # (step, text, language)
+            np.take(mat, row[first + 5 * c : first + 5 * (c + q)], axis=0, out=f, mode="clip")
+            f += w
+            g = f.reshape(q, 5, n_live, n_lang)
+            groups = cum[first + c : first + c + q]  # the product of each group of 5 factors, in langdetect's order
+            np.multiply(g[:, 0], g[:, 1], out=groups)
+            groups *= g[:, 2]
+            groups *= g[:, 3]
+            groups *= g[:, 4]
         np.log(cum, out=cum)  # accumulated in place:
         cum[0] += logp[live]
         for j in range(1, len(cum)):
