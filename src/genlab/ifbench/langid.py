@@ -443,11 +443,13 @@ class _Draws:
         self.key = flat + (flat >> (size.bit_length() - 1))  # = text * (size + 1) + position: sorted
         self.row = rows[np.repeat(first, count) + r[accepted]]  # its profile row
         self.end = np.cumsum(count)  # one past each text's last draw
+        self.wider: _Draws | None = None  # a four times longer window, for the texts ``wider_texts``
+        self.wider_texts = np.empty(0, dtype=np.intp)
 
     def steps(self, texts: Any, pos: Any, n: int) -> tuple[Any, Any]:
         """Stream positions and profile rows (each ``n`` x ``len(texts)``: step by step) of the next ``n`` draws
-        of each of ``texts`` from its stream position ``pos``. Texts that need words past ``size`` (long trials,
-        rare) get them from a four times longer window computed for those texts alone."""
+        of each of ``texts`` from its stream position ``pos``. Texts that need words past ``size`` (long
+        trials) get them from a four times longer window computed for those texts alone."""
         import numpy as np
 
         start = np.searchsorted(self.key, texts * (self.size + 1) + pos)
@@ -457,8 +459,13 @@ class _Draws:
         at, row = self.at[idx], self.row[idx]
         if short.any():
             sel = texts[short]
-            more = _Draws(self.stream, self.rows, self.first[sel], self.m[sel], 4 * self.size)
-            at[:, short], row[:, short] = more.steps(np.arange(len(sel)), pos[short], n)
+            if self.wider is None or not np.isin(sel, self.wider_texts).all():
+                # texts that run past the window keep doing so in their later blocks: one wider window for all
+                # of them so far
+                wide = self.wider_texts = np.union1d(self.wider_texts, sel)
+                self.wider = _Draws(self.stream, self.rows, self.first[wide], self.m[wide], 4 * self.size)
+            local = np.searchsorted(self.wider_texts, sel)
+            at[:, short], row[:, short] = self.wider.steps(local, pos[short], n)
         return at, row
 
 
