@@ -423,6 +423,31 @@ def test_ngram_rows_equal_langdetect_extraction():
         assert langid._ngram_rows(langid._prepare(t)) == profiles.rows(d._extract_ngrams()), t
 
 
+def test_ngram_rows_equal_langdetect_extraction_at_the_shortcuts():
+    """The preparation's shortcuts give langdetect's n-grams: Vietnamese combining marks (normalize_vi runs only
+    when one is present), texts near langdetect's "non-Latin majority" rule (2 x [A-z] vs characters from
+    U+0300, with Latin-1 and Latin Extended letters that count as neither), runs of spaces, and capitals."""
+    import random
+    import types
+
+    from langdetect.detector import Detector
+
+    from genlab.ifbench import langid
+
+    rng = random.Random(3)
+    pieces = ["a", "B", "z", "e\u0301", "o\u0323", "A\u0300", "\u0303", "\u0309", "é", "ß", "Ş", "ț", "ǅ", "ɐ",
+              "日", "ж", "ب", "한", "ก", "  ", " ", "\n", ".", "1", "[", "`", "ÀB", "CDe"]  # fmt: skip
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(600)]
+    texts += ["Tie\u0302\u0301ng Vie\u0323\u0302t co\u0301 da\u0302\u0301u", "ab" + "ж" * 4, "ab" + "ж" * 5]
+    texts += ["ab" + "é" * 9, "ab  " + "ж" * 5]
+    profiles = langid._profiles()
+    for t in texts:
+        d = Detector(types.SimpleNamespace(word_lang_prob_map=_Everything(), langlist=[], seed=0))
+        d.append(t)
+        d.cleaning_text()
+        assert langid._ngram_rows(langid._prepare(t)) == profiles.rows(d._extract_ngrams()), t
+
+
 class _Everything:
     """A map that claims to hold every n-gram, so langdetect lists every n-gram it visits."""
 

@@ -10,13 +10,16 @@ n-grams, then runs 7 trials; a trial draws n-grams at random (``random.Random(0)
 until one language passes 0.99999 (or 1000 steps). Here:
 
 * the text preparation is done with regular expressions and ``str.translate`` (same result as langdetect's
-  character loops), and the n-grams of each distinct word are memoised;
+  character loops), and the profile rows of each distinct word's n-grams are memoised as bytes, so that a text's
+  rows are one ``bytes.join`` and a batch's one ``numpy.frombuffer``;
 * the random stream is the same for every text (the seed is fixed), so its 32-bit words are generated once; a
   ``choice`` over ``m`` n-grams is the first word whose top ``m.bit_length()`` bits are below ``m`` (CPython's
   ``_randbelow``), and a ``gauss`` is CPython's Box-Muller pair — both checked against :mod:`random` at first use;
 * a trial is done in blocks of steps with numpy, for a whole batch of texts at once: the factors between two
   checkpoints are multiplied (5 at a time, as langdetect does before it normalises), the running product is
-  carried as a sum of logarithms, and the convergence test is evaluated at every checkpoint of the block at once;
+  carried as a sum of logarithms, and the convergence test is evaluated at every checkpoint of the block at once
+  (exactly — the sum of 55 exponentials — only where no second language is within a factor e^11.4 of the leader:
+  elsewhere it cannot pass);
 * the answer is the language with the largest mean probability over the 7 trials, and a trial adds at most 1/7 to
   a language: once the leader is ahead by more than the remaining trials can add (after 4 trials for a clear
   text), the remaining trials cannot change the answer and are skipped.
@@ -36,10 +39,13 @@ import functools
 import hashlib
 import json
 import math
+import operator
 import os
 import random
 import re
 import sqlite3
+import sys
+from array import array
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -169,12 +175,12 @@ class _Profiles:
         except Exception:  # not built yet, read-only home, broken cache, ...: langdetect's JSON profiles
             self.langlist, self._fetch = _json_source()
         self.row: dict[str, int] = {}  # n-gram -> row of self.mat, or -1 when no profile has it
+        self.packed: dict[str, bytes] = {}  # n-gram -> its row as int64 bytes, or b"" when no profile has it
         self.mat = np.empty((4096, len(self.langlist)))
         self.n = 0
 
-    def rows(self, grams: list[str]) -> list[int]:
-        """Row indices of the n-grams that have a profile entry, in order (the others are dropped, as in
-        langdetect's ``_extract_ngrams``)."""
+    def add(self, grams: list[str]) -> None:
+        """Look up the n-grams not seen yet (one query): each gets its row, or -1 when no profile has it."""
         import numpy as np
 
         new = [g for g in dict.fromkeys(grams) if g not in self.row]
@@ -188,10 +194,17 @@ class _Profiles:
                 v = found.get(g)
                 if v is None:
                     self.row[g] = -1
+                    self.packed[g] = b""
                 else:
                     self.mat[self.n] = v
                     self.row[g] = self.n
+                    self.packed[g] = self.n.to_bytes(8, sys.byteorder)
                     self.n += 1
+
+    def rows(self, grams: list[str]) -> list[int]:
+        """Row indices of the n-grams that have a profile entry, in order (the others are dropped, as in
+        langdetect's ``_extract_ngrams``)."""
+        self.add(grams)
         row = self.row
         return [r for r in (row[g] for g in grams) if r >= 0]
 
@@ -208,8 +221,12 @@ _LATIN = re.compile("[A-z]")  # langdetect counts 'A' <= ch <= 'z' (so also [\]^
 # langdetect means to skip Latin Extended Additional here, but compares a block number with a block name, so
 # every character from U+0300 up counts as non-Latin
 _NON_LATIN = re.compile("[\u0300-\U0010ffff]")
-_NORM: dict[int, str] = {}
-_WORD_ROWS: dict[str, tuple[list[int], list[int]]] = {}
+_NOT_LATIN_BYTES = bytes(b for b in range(256) if not 0x41 <= b <= 0x7A)  # all but [A-z]
+# Per word: the profile rows (int64, as bytes, so that a text's rows are one ``bytes.join``) of its n-grams when a
+# space follows it, and when it ends the text. The two maps always hold the same words.
+_WORD_ROWS: dict[str, bytes] = {}
+_WORD_END_ROWS: dict[str, bytes] = {}
+_ROW_TYPE = "q"  # array.array's typecode for int64, numpy's dtype of the rows
 
 
 def _prepare(text: str) -> str:
@@ -222,14 +239,34 @@ def _prepare(text: str) -> str:
     if "@" in text:
         text = Detector.MAIL_RE.sub(" ", text)
     if text.isascii():  # nothing to normalise for Vietnamese, no non-Latin character: a byte table will do
-        return _SPACES.sub(" ", text[:MAX_TEXT]).encode("ascii").translate(_ascii_table()).decode("ascii")
-    text = _SPACES.sub(" ", NGram.normalize_vi(text)[:MAX_TEXT])
-    if 2 * len(_LATIN.findall(text)) < len(_NON_LATIN.findall(text)):
+        text = text[:MAX_TEXT]
+        if "  " in text:
+            text = _SPACES.sub(" ", text)
+        return text.encode("ascii").translate(_ascii_table()).decode("ascii")
+    if any(mark in text for mark in NGram.DMARK_CLASS):  # else normalize_vi's pattern cannot match
+        text = NGram.normalize_vi(text)
+    text = text[:MAX_TEXT]
+    if "  " in text:
+        text = _SPACES.sub(" ", text)
+    # the Latin letters [A-z] are ASCII; the non-Latin characters (from U+0300) are at most the non-ASCII ones
+    ascii_part = text.encode("ascii", "ignore")
+    latin = len(ascii_part.translate(None, _NOT_LATIN_BYTES))
+    if 2 * latin < len(text) - len(ascii_part) and 2 * latin < len(_NON_LATIN.findall(text)):
         text = _LATIN.sub("", text)
-    for ch in set(text):
-        if ord(ch) not in _NORM:
-            _NORM[ord(ch)] = NGram.normalize(ch)
     return text.translate(_NORM)
+
+
+class _Normalized(dict):  # type: ignore[type-arg]
+    """``NGram.normalize`` of each character (by code point) met so far, computed on first use."""
+
+    def __missing__(self, code: int) -> str:
+        from langdetect.utils.ngram import NGram
+
+        self[code] = ch = NGram.normalize(chr(code))
+        return ch
+
+
+_NORM = _Normalized()
 
 
 @functools.lru_cache(maxsize=1)
@@ -245,53 +282,70 @@ def _word_grams(w: str) -> tuple[list[str], list[str]]:
     n-grams are w[j], (" "+w)[j:j+2], (" "+w)[j-1:j+2]; a character is skipped while two capitals in a row are
     seen; a space after the word adds its last one or two characters + " "."""
     s = " " + w
-    inner: list[str] = []
-    last, cap = " ", False
-    for j, c in enumerate(w):
-        if c.isupper():
-            if last.isupper():
-                cap = True
-        else:
-            cap = False
-        last = c
-        if cap:
-            continue
-        inner.append(c)
-        inner.append(s[j : j + 2])
-        if j:
-            inner.append(s[j - 1 : j + 2])
+    if len(w) < 2 or w[1:].islower():  # no capital after the first character: none is skipped
+        inner = [w[0], s[0:2]]
+        for j in range(1, len(w)):
+            inner += (w[j], s[j : j + 2], s[j - 1 : j + 2])
+    else:
+        inner = []
+        last, cap = " ", False
+        for j, c in enumerate(w):
+            if c.isupper():
+                if last.isupper():
+                    cap = True
+            else:
+                cap = False
+            last = c
+            if cap:
+                continue
+            inner.append(c)
+            inner.append(s[j : j + 2])
+            if j:
+                inner.append(s[j - 1 : j + 2])
     g = s[-3:]
     g2 = (g[1:] if len(g) >= 3 else g) + " "
     tail = [g2[-2:], g2] if len(g2) == 3 else [g2[-2:]]
     return inner, tail
 
 
+def _ngram_bytes(text: str) -> bytes:
+    """Profile rows (int64 bytes) of the n-grams langdetect extracts from ``text`` (prepared), in its order."""
+    words = text.split(" ")
+    last = words.pop()  # not followed by a space
+    try:
+        return _joined(words) + _WORD_END_ROWS[last]
+    except KeyError:
+        if len(_WORD_ROWS) > 200_000:
+            _WORD_ROWS.clear()
+            _WORD_END_ROWS.clear()
+        _add_words({*words, last}.difference(_WORD_ROWS))
+        return _joined(words) + _WORD_END_ROWS[last]
+
+
+def _joined(words: list[str]) -> bytes:
+    """The rows of ``words``, each followed by a space (KeyError if one is not memoised yet)."""
+    if len(words) > 1:
+        return b"".join(operator.itemgetter(*words)(_WORD_ROWS))
+    return _WORD_ROWS[words[0]] if words else b""
+
+
 def _ngram_rows(text: str) -> list[int]:
     """Profile rows of the n-grams langdetect extracts from ``text`` (prepared), in its order."""
-    cache = _WORD_ROWS
-    if len(cache) > 200_000:
-        cache.clear()
-    out: list[int] = []
-    words = text.split(" ")
-    for w in words[:-1]:  # each word followed by a space: its n-grams and those the space adds
-        hit = cache.get(w) or _word_rows(w)
-        out += hit[0]
-    return out + _word_rows(words[-1])[1]
+    return array(_ROW_TYPE, _ngram_bytes(text)).tolist()
 
 
-def _word_rows(w: str) -> tuple[list[int], list[int]]:
-    """Profile rows of the n-grams of the word ``w`` followed by a space, and not followed by one (memoised)."""
-    hit = _WORD_ROWS.get(w)
-    if hit is None:
-        if w:
-            profiles = _profiles()
-            inner, tail = _word_grams(w)
-            inner_rows = profiles.rows(inner)
-            hit = (inner_rows + profiles.rows(tail), inner_rows)
-        else:  # between two spaces: nothing
-            hit = ([], [])
-        _WORD_ROWS[w] = hit
-    return hit
+def _add_words(words: Iterable[str]) -> None:
+    """Memoise the profile rows of the n-grams of each of ``words`` followed by a space, and not followed by one."""
+    profiles = _profiles()
+    grams = {w: _word_grams(w) for w in words if w}
+    profiles.add([g for inner, tail in grams.values() for part in (inner, tail) for g in part])
+    packed = profiles.packed.__getitem__
+    for w, (inner, tail) in grams.items():
+        end = b"".join(map(packed, inner))
+        _WORD_ROWS[w] = end + b"".join(map(packed, tail))
+        _WORD_END_ROWS[w] = end
+    if "" in words:  # between two spaces: nothing
+        _WORD_ROWS[""] = _WORD_END_ROWS[""] = b""
 
 
 # ------------------------------------------------------------------------------------------ the random stream
@@ -366,44 +420,55 @@ def _stream() -> _Stream | None:
 # ------------------------------------------------------------------------------------------------- detection
 
 
-# Stream words looked at first (a power of two): 7 trials of 60 steps when at least 2 in 5 draws are accepted
-_WINDOW = 1024
+# Stream words looked at first (a power of two): 4 trials of 50 steps (a clear text's) when at least half of the
+# draws are accepted (always: a draw below 2 ** m.bit_length() is accepted when below m); texts that run past it
+# get a longer window
+_WINDOW = 512
 
 
 class _Draws:
     """For a batch of texts: the profile row that each ``choice`` over a text's n-grams picks, at every position
     of the first ``size`` words of the stream where a draw is accepted (the stream is shared; which words are
-    accepted depends on the text's number of n-grams)."""
+    accepted depends on the text's number of n-grams). The texts' profile rows lie one after the other in
+    ``rows``: text ``i``'s are ``rows[first[i] : first[i] + m[i]]`` (``m[i] >= 1``)."""
 
-    def __init__(self, stream: _Stream, rows: list[Any], size: int | None = None) -> None:
+    def __init__(self, stream: _Stream, rows: Any, first: Any, m: Any, size: int | None = None) -> None:
         import numpy as np
 
-        size = size or _WINDOW
-        self.stream, self.text_rows, self.size = stream, rows, size
-        m = np.array([len(r) for r in rows], dtype=np.uint32)
-        shift = (32 - np.array([int(k).bit_length() for k in m])).astype(np.uint32)
-        first = np.concatenate(([0], np.cumsum(m)[:-1])).astype(np.intp)  # start of each text in the rows
+        size = size or _WINDOW  # a power of two
+        self.stream, self.rows, self.first, self.m, self.size = stream, rows, first, m, size
+        shift = (32 - np.frexp(m)[1]).astype(np.uint32)  # 32 - m.bit_length()
         r = stream.take(0, size)[None, :] >> shift[:, None]
-        flat = np.flatnonzero(r < m[:, None])  # accepted draws, text by text, in stream order
-        bits = size.bit_length() - 1  # size is a power of two
-        text, self.at = flat >> bits, flat & (size - 1)  # the text and the stream position of each accepted draw
-        self.row = np.concatenate(rows)[first[text] + r.ravel()[flat]]  # its profile row
-        self.key = flat + text  # = text * (size + 1) + position: sorted
-        self.end = np.cumsum(np.bincount(text, minlength=len(rows)))  # one past each text's last draw
+        accepted = r < m[:, None]
+        count = np.count_nonzero(accepted, axis=1)
+        flat = np.flatnonzero(accepted)  # accepted draws, text by text, in stream order
+        self.at = flat & (size - 1)  # the stream position of each accepted draw
+        self.key = flat + (flat >> (size.bit_length() - 1))  # = text * (size + 1) + position: sorted
+        self.row = rows[np.repeat(first, count) + r[accepted]]  # its profile row
+        self.end = np.cumsum(count)  # one past each text's last draw
+        self.wider: _Draws | None = None  # a four times longer window, for the texts ``wider_texts``
+        self.wider_texts = np.empty(0, dtype=np.intp)
 
     def steps(self, texts: Any, pos: Any, n: int) -> tuple[Any, Any]:
-        """Stream positions and profile rows (each ``len(texts)`` x ``n``) of the next ``n`` draws of each of
-        ``texts`` from its stream position ``pos``. Texts that need words past ``size`` (long trials, rare) get
-        them from a four times longer window computed for those texts alone."""
+        """Stream positions and profile rows (each ``n`` x ``len(texts)``: step by step) of the next ``n`` draws
+        of each of ``texts`` from its stream position ``pos``. Texts that need words past ``size`` (long
+        trials) get them from a four times longer window computed for those texts alone."""
         import numpy as np
 
         start = np.searchsorted(self.key, texts * (self.size + 1) + pos)
         short = start + n > self.end[texts]
-        idx = np.minimum(start[:, None] + np.arange(n), len(self.at) - 1)
+        idx = start + np.arange(n)[:, None]
+        np.minimum(idx, len(self.at) - 1, out=idx)
         at, row = self.at[idx], self.row[idx]
         if short.any():
-            more = _Draws(self.stream, [self.text_rows[t] for t in texts[short]], 4 * self.size)
-            at[short], row[short] = more.steps(np.arange(short.sum()), pos[short], n)
+            sel = texts[short]
+            if self.wider is None or not np.isin(sel, self.wider_texts).all():
+                # texts that run past the window keep doing so in their later blocks: one wider window for all
+                # of them so far
+                wide = self.wider_texts = np.union1d(self.wider_texts, sel)
+                self.wider = _Draws(self.stream, self.rows, self.first[wide], self.m[wide], 4 * self.size)
+            local = np.searchsorted(self.wider_texts, sel)
+            at[:, short], row[:, short] = self.wider.steps(local, pos[short], n)
         return at, row
 
 
@@ -411,9 +476,24 @@ class _Draws:
 # (a step divisible by 5) and, after step 0, holds whole groups of 5 steps. On the IFEval responses half of the
 # trials stop by step 35, 90% by step 60 and 99% by step 115.
 _BLOCKS = (36, 25, 55, 140, ITERATION_LIMIT + 1 - 256)
+# A checkpoint where a language other than the leader has a log-probability above the leader's + _NEAR cannot
+# stop: its largest probability is at most 1 / (1 + exp(_NEAR)) < CONV_THRESHOLD (with a margin far above
+# rounding), so the exact test (the sum of 55 exponentials) is only evaluated at the other checkpoints.
+_NEAR = -11.4
+_CHUNK = 1 << 15  # factors (floats) computed at a time: about 256 kB, they stay in the cache while used
 
 
-def _run_trial(draws: _Draws, texts: Any, pos: Any, weight: Any, mat: Any) -> Any:
+def _scratch(bufs: list[Any], i: int, shape: tuple[int, ...]) -> Any:
+    """An uninitialised array of ``shape`` in the reusable buffer ``bufs[i]`` (grown when too small)."""
+    import numpy as np
+
+    size = math.prod(shape)
+    if len(bufs[i]) < size:
+        bufs[i] = np.empty(size)
+    return bufs[i][:size].reshape(shape)
+
+
+def _run_trial(draws: _Draws, texts: Any, pos: Any, weight: Any, mat: Any, scratch: list[Any]) -> Any:
     """One trial for each of ``texts`` (indices into the batch), text ``i`` starting at stream position ``pos[i]``
     with weight ``weight[i]``. Returns the final (normalised) probabilities, one row per text of ``texts``; ``pos``
     is advanced in place.
@@ -430,30 +510,50 @@ def _run_trial(draws: _Draws, texts: Any, pos: Any, weight: Any, mat: Any) -> An
     done = 0  # steps taken so far
     for n in _BLOCKS:
         ids = texts[live]
+        n_live = len(ids)
         at, row = draws.steps(ids, pos[ids], n)
-        f = mat[row.T]  # (step, text, language)
-        f += weight[ids, None]
         first = int(done == 0)  # step 0 is a checkpoint of its own
-        g = f[first:].reshape(-1, 5, len(live), n_lang)
-        groups = g[:, 0] * g[:, 1] * g[:, 2] * g[:, 3] * g[:, 4]
+        n_groups = (n - first) // 5
+        cum = _scratch(scratch, 1, (n_groups + first, n_live, n_lang))  # (checkpoint, text, language)
+        w = np.repeat(weight[ids, None], n_lang, axis=1)
         if first:
-            groups = np.concatenate((f[:1], groups))
-        cum = np.log(groups)  # (checkpoint, text, language), accumulated in place:
+            np.take(mat, row[0], axis=0, out=cum[0], mode="clip")  # (the rows are valid: "clip" avoids a copy)
+            cum[0] += w
+        # the factors of a few groups of 5 steps at a time
+        per = max(1, _CHUNK // (5 * n_live * n_lang))
+        for c in range(0, n_groups, per):
+            q = min(per, n_groups - c)
+            f = _scratch(scratch, 0, (5 * q, n_live, n_lang))  # (step, text, language)
+            np.take(mat, row[first + 5 * c : first + 5 * (c + q)], axis=0, out=f, mode="clip")
+            f += w
+            g = f.reshape(q, 5, n_live, n_lang)
+            groups = cum[first + c : first + c + q]  # the product of each group of 5 factors, in langdetect's order
+            np.multiply(g[:, 0], g[:, 1], out=groups)
+            groups *= g[:, 2]
+            groups *= g[:, 3]
+            groups *= g[:, 4]
+        np.log(cum, out=cum)  # accumulated in place:
         cum[0] += logp[live]
         for j in range(1, len(cum)):
             cum[j] += cum[j - 1]
         logp[live] = cum[-1]
         cum -= cum.max(axis=2, keepdims=True)
-        total = np.exp(cum).sum(axis=2)  # at each checkpoint the largest probability is 1 / total
-        stop = 1.0 / total > CONV_THRESHOLD
+        # at a checkpoint the largest probability is 1 / sum(exp(cum)); only where no other language is near
+        # the leader can it pass the threshold
+        flat = cum.reshape(-1, n_lang)
+        near = np.flatnonzero((flat > _NEAR).sum(axis=1) == 1)
+        stop = np.zeros(len(flat), dtype=bool)
+        stop[near] = 1.0 / np.exp(flat[near]).sum(axis=1) > CONV_THRESHOLD
+        stop = stop.reshape(len(cum), n_live)
         if done + n > ITERATION_LIMIT:  # the last checkpoint (step 1000) stops every trial
             stop[-1] = True
         hit = stop.any(axis=0)
         k = stop.argmax(axis=0)  # first checkpoint that stops, per text
         ended = np.where(hit, 5 * k + 4 * (1 - first), n - 1)  # its step's index in the block
-        pos[ids] = at[np.arange(len(live)), ended] + 1
+        pos[ids] = at[ended, np.arange(n_live)] + 1
         h = np.flatnonzero(hit)
-        prob[live[h]] = np.exp(cum[k[h], h]) / total[k[h], h, None]
+        e = np.exp(cum[k[h], h])
+        prob[live[h]] = e / e.sum(axis=1)[:, None]
         live = live[~hit]
         if not len(live):
             return prob
@@ -465,17 +565,22 @@ def _detect_batch(texts: list[str], stream: _Stream) -> list[str | None]:
     import numpy as np
 
     profiles = _profiles()
-    rows = [np.array(_ngram_rows(_prepare(t)), dtype=np.intp) for t in texts]
+    parts = [_ngram_bytes(_prepare(t)) for t in texts]
+    size = np.array([len(b) for b in parts], dtype=np.int64) // 8
     out: list[str | None] = [None] * len(texts)
-    has = [i for i, r in enumerate(rows) if len(r)]  # no n-gram: langdetect cannot decide
-    if not has:
+    has = np.flatnonzero(size)  # no n-gram: langdetect cannot decide
+    if not len(has):
         return out
-    draws = _Draws(stream, [rows[i] for i in has])
+    rows = np.frombuffer(b"".join(parts), dtype=np.int64)
+    m = size[has]
+    first = (np.cumsum(size) - size)[has]
+    draws = _Draws(stream, rows, first, m.astype(np.uint32))
     pos = np.zeros(len(has), dtype=np.intp)
     weight = np.zeros(len(has))
     spare = np.zeros(len(has))
     langprob = np.zeros((len(has), len(profiles.langlist)))
     undecided = np.arange(len(has))
+    scratch = [np.empty(0), np.empty(0)]  # the trials' work arrays, reused
     for trial in range(N_TRIAL):
         u = undecided
         if trial % 2 == 0:  # gauss() draws a pair and keeps the second value for the next call
@@ -484,7 +589,7 @@ def _detect_batch(texts: list[str], stream: _Stream) -> list[str | None]:
         else:
             z = spare[u]
         weight[u] = (ALPHA + z * ALPHA_WIDTH) / BASE_FREQ
-        langprob[u] += _run_trial(draws, u, pos, weight, profiles.mat) / N_TRIAL
+        langprob[u] += _run_trial(draws, u, pos, weight, profiles.mat, scratch) / N_TRIAL
         # A trial adds at most 1/7 to a language. Once the leader is ahead of every other language by more than
         # what the remaining trials can add (and above 0.1), langdetect's answer is known: skip those trials.
         top2 = np.sort(langprob[u], axis=1)[:, -2:]
@@ -494,7 +599,7 @@ def _detect_batch(texts: list[str], stream: _Stream) -> list[str | None]:
         if not len(undecided):
             break
     best = np.argmax(langprob, axis=1)  # langdetect sorts the languages above 0.1 (stable) and takes the first
-    for j, (i, b) in enumerate(zip(has, best.tolist())):
+    for j, (i, b) in enumerate(zip(has.tolist(), best.tolist())):
         out[i] = profiles.langlist[b] if langprob[j, b] > PROB_THRESHOLD else "unknown"
     return out
 
@@ -541,6 +646,7 @@ def clear_cache() -> None:
     _MEMO.clear()
     _EXPECTED.clear()
     _WORD_ROWS.clear()
+    _WORD_END_ROWS.clear()
 
 
 def detect(text: str) -> str:
