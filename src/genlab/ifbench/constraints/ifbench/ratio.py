@@ -7,11 +7,10 @@ Each unit is a checker ``f(text, kwargs, fixed) -> (ok, reason)`` made a :class:
 from __future__ import annotations
 
 import functools
-import re
 from collections import Counter
 
 from genlab.ifbench import nlp
-from genlab.ifbench.constraints.helpers import STRIP_CHARS
+from genlab.ifbench.constraints.helpers import STRIP_CHARS, word_runs
 from genlab.ifbench.constraints.wordlists import SENTENCES
 from genlab.ifbench.core import Param, constraint
 
@@ -24,7 +23,7 @@ from genlab.ifbench.core import Param, constraint
     sample=lambda r, c: {"percentage": r.randint(10, 60)},
 )
 def _stop_words(t, kw, fixed):
-    toks = nlp._WORD_RE.findall(t)
+    toks = word_runs(t)
     if not toks:
         return False, "no words"
     sw = nlp.stopwords()
@@ -76,7 +75,7 @@ def _char_trigrams(s: str) -> set[tuple[str, str, str]]:
 
 
 def _word_trigrams(s: str) -> set[tuple[str, ...]]:
-    w = re.findall(r"\w+", s.lower())
+    w = word_runs(s.lower())
     return set(zip(w, w[1:], w[2:]))
 
 

@@ -16,13 +16,20 @@ from genlab.ifbench.constraints.helpers import (
     rel_text,
     sample_letter_kwargs,
     sample_relation,
+    search_pattern,
+    whole_word,
 )
 from genlab.ifbench.constraints.wordlists import NOUNS
 from genlab.ifbench.core import Param, constraint
 
 
 def _word_count(keyword: str, text: str) -> int:
-    return len(re.findall(r"(?<!\w)" + re.escape(keyword) + r"(?!\w)", text, re.IGNORECASE))
+    return len(re.findall(whole_word(keyword), text, re.IGNORECASE))
+
+
+def _has_word(keyword: str, text: str) -> bool:
+    """``_word_count(keyword, text) > 0``, stopping at the first match."""
+    return re.search(whole_word(keyword), text, re.IGNORECASE) is not None
 
 
 @constraint(
@@ -38,7 +45,7 @@ def _word_count(keyword: str, text: str) -> int:
     fixed="whole-word, literal match instead of a case-insensitive regex substring search",
 )
 def _existence(t, kw, fixed):
-    missing = [k for k in kw["keywords"] if not (_word_count(k, t) if fixed else find_pattern(k, t))]
+    missing = [k for k in kw["keywords"] if not (_has_word(k, t) if fixed else search_pattern(k, t))]
     n = len(kw["keywords"])
     if missing:
         return False, f"found {n - len(missing)} of {n} keywords; missing " + ", ".join(map(repr, missing))
@@ -71,7 +78,7 @@ def _forbidden(t, kw, fixed):
     found = []
     for w in sorted(set(kw["forbidden_words"])):
         pat = r"\b" + (re.escape(w) if fixed else w) + r"\b"
-        if find_pattern(pat, t):
+        if search_pattern(pat, t):
             found.append(w)
     if found:
         return False, "uses forbidden word(s) " + ", ".join(map(repr, found))
