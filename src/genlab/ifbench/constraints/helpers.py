@@ -80,8 +80,13 @@ STRIP_CHARS = PUNCT + " "
 NOPUNCT_TABLE = str.maketrans("", "", PUNCT)
 
 
+_PUNCT_RE = re.compile("[" + re.escape(PUNCT) + "]")
+
+
 def strip_punctuation(s: str) -> str:
-    return s.translate(NOPUNCT_TABLE)
+    """``s`` without the characters of ``string.punctuation``. str.translate is fast only on ASCII text (for any
+    other character it looks the code point up and catches a KeyError), so other text goes through a regex."""
+    return s.translate(NOPUNCT_TABLE) if s.isascii() else _PUNCT_RE.sub("", s)
 
 
 def whole_word(keyword: str) -> str:
