@@ -57,11 +57,11 @@ def _vowel(t, kw, fixed):
     return len(v) <= 3, f"vowels used: {''.join(v) or 'none'} (at most 3 allowed)"
 
 
-_CONS = set("bcdfghjklmnpqrstvwxyz")
+_CLUSTER = re.compile("[bcdfghjklmnpqrstvwxyz]{2}")  # two adjacent consonants
 
 
 def _has_cluster(w: str) -> bool:
-    return any(w[i] in _CONS and w[i + 1] in _CONS for i in range(len(w) - 1))
+    return _CLUSTER.search(w) is not None
 
 
 @constraint(
