@@ -6,7 +6,6 @@ language detection with langdetect's semantics, and samplers for kwargs used by 
 
 from __future__ import annotations
 
-import collections
 import re
 import string
 
@@ -29,6 +28,28 @@ def find_pattern(pattern: str, text: str, flags: int = re.IGNORECASE) -> list[st
         return re.findall(pattern, text, flags)
     except re.error:
         return re.findall(re.escape(pattern), text, flags)
+
+
+def search_pattern(pattern: str, text: str, flags: int = re.IGNORECASE) -> bool:
+    """``bool(find_pattern(pattern, text, flags))``, stopping at the first match (a findall list is non-empty
+    exactly when search finds a match, an empty match included)."""
+    try:
+        return re.search(pattern, text, flags) is not None
+    except re.error:
+        return re.search(re.escape(pattern), text, flags) is not None
+
+
+_WORD_RUN = re.compile(r"\w+")
+# every ASCII character that is not a word character ([A-Za-z0-9_]) becomes a space
+_ASCII_NONWORD_TO_SPACE = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")})
+
+
+def word_runs(text: str) -> list[str]:
+    """``re.findall(r"\\w+", text)``. For ASCII text, ``\\w`` is exactly [A-Za-z0-9_]: mapping every other character
+    to a space and splitting on whitespace gives the same runs, about five times faster than the regex."""
+    if text.isascii():
+        return text.translate(_ASCII_NONWORD_TO_SPACE).split()
+    return _WORD_RUN.findall(text)
 
 
 def sample_relation(r):
@@ -59,8 +80,13 @@ STRIP_CHARS = PUNCT + " "
 NOPUNCT_TABLE = str.maketrans("", "", PUNCT)
 
 
+_PUNCT_RE = re.compile("[" + re.escape(PUNCT) + "]")
+
+
 def strip_punctuation(s: str) -> str:
-    return s.translate(NOPUNCT_TABLE)
+    """``s`` without the characters of ``string.punctuation``. str.translate is fast only on ASCII text (for any
+    other character it looks the code point up and catches a KeyError), so other text goes through a regex."""
+    return s.translate(NOPUNCT_TABLE) if s.isascii() else _PUNCT_RE.sub("", s)
 
 
 def whole_word(keyword: str) -> str:
@@ -70,7 +96,8 @@ def whole_word(keyword: str) -> str:
 def letter_frequency(t, kw, fixed):
     """How often ``kw["letter"]`` occurs, case-insensitively, against ``let_relation`` ``let_frequency``."""
     letter = kw["letter"].strip().lower()
-    n = collections.Counter(t.lower())[letter]
+    # Counter(t.lower())[letter]: the count of one character; a "letter" that is not one character counts 0
+    n = t.lower().count(letter) if len(letter) == 1 else 0
     return rel_ok(n, kw["let_relation"], kw["let_frequency"]), rel_text(
         n, kw["let_relation"], kw["let_frequency"], f"letter '{letter}' occurs"
     )

@@ -16,6 +16,9 @@ from genlab.ifbench import nlp
 from genlab.ifbench.constraints.helpers import PUNCT, STRIP_CHARS, strip_punctuation
 from genlab.ifbench.core import Param, constraint
 
+_BRACKET = re.compile(r"[()\[\]{}]")
+_QUOTE = re.compile("[\"']")
+
 
 @constraint(
     "format:parentheses",
@@ -26,7 +29,7 @@ def _parentheses(t, kw, fixed):
     stack: list[str] = []
     depth = 0
     pairs = {")": "(", "]": "[", "}": "{"}
-    for ch in t:
+    for ch in _BRACKET.findall(t):  # (every other character leaves the state as it is)
         if ch in "([{":
             stack.append(ch)
             depth = max(depth, len(stack))
@@ -50,7 +53,7 @@ def _parentheses(t, kw, fixed):
 def _quotes(t, kw, fixed):
     stack: list[str] = []
     reached = cur = 0
-    for ch in t:
+    for ch in _QUOTE.findall(t):  # (the stack holds only quotes, so every other character leaves the state as it is)
         if stack and ch == stack[-1]:
             stack.pop()
             cur -= 1

@@ -58,6 +58,10 @@ def _sentence_keyword(t, kw, fixed):
     return ok, f"sentence {n} {'contains' if ok else 'lacks'} {kw['word']!r}"
 
 
+def _n_words(sentence: str) -> int:
+    return len(strip_punctuation(sentence).split())  # (split() ignores leading and trailing whitespace)
+
+
 @constraint(
     "sentence:increment",
     "each sentence has exactly N more words than the previous",
@@ -69,8 +73,11 @@ def _increment(t, kw, fixed):
     s = nlp.sent_tokenize(t)
     if not s:
         return False, "no sentences"
-    counts = [len(strip_punctuation(x).strip().split()) for x in s]
-    for i in range(1, len(counts)):
-        if counts[i] != counts[i - 1] + kw["small_n"]:
-            return False, f"word counts per sentence {counts[:8]}; sentence {i + 1} breaks +{kw['small_n']}"
-    return True, f"word counts {counts[:8]} grow by {kw['small_n']}"
+    k = kw["small_n"]
+    counts: list[int] = []
+    for i, x in enumerate(s):
+        counts.append(_n_words(x))
+        if i and counts[i] != counts[i - 1] + k:
+            counts += map(_n_words, s[i + 1 : 8])  # the reason shows the first 8 counts
+            return False, f"word counts per sentence {counts[:8]}; sentence {i + 1} breaks +{k}"
+    return True, f"word counts {counts[:8]} grow by {k}"

@@ -57,11 +57,11 @@ def _vowel(t, kw, fixed):
     return len(v) <= 3, f"vowels used: {''.join(v) or 'none'} (at most 3 allowed)"
 
 
-_CONS = set("bcdfghjklmnpqrstvwxyz")
+_CLUSTER = re.compile("[bcdfghjklmnpqrstvwxyz]{2}")  # two adjacent consonants
 
 
 def _has_cluster(w: str) -> bool:
-    return any(w[i] in _CONS and w[i + 1] in _CONS for i in range(len(w) - 1))
+    return _CLUSTER.search(w) is not None
 
 
 @constraint(
@@ -84,7 +84,7 @@ def _consonants(t, kw, fixed):
 )
 def _palindrome(t, kw, fixed):
     words = strip_punctuation(t).lower().split()
-    pals = [w for w in words if w == w[::-1] and len(w) >= 5]
+    pals = [w for w in words if len(w) >= 5 and w == w[::-1]]
     n = len(set(pals)) if fixed else len(pals)
     return n >= 10, f"{n} {'distinct ' if fixed else ''}palindromes of length ≥ 5 (needs 10)"
 
@@ -126,9 +126,10 @@ def _start_verb(t, kw, fixed):
 )
 def _repeats(t, kw, fixed):
     c = Counter(strip_punctuation(t.lower()).split())
-    over = [(w, k) for w, k in c.most_common() if k > kw["small_n"]]
-    if over:
-        w, k = over[0]
+    k = max(c.values(), default=0)
+    if c and k > kw["small_n"]:
+        # the first word of c.most_common(): the most frequent, the earliest seen among ties (a stable sort)
+        w = next(w for w, n in c.items() if n == k)
         return False, f"{w!r} used {k} times (max {kw['small_n']})"
     return True, f"no word used more than {kw['small_n']} times"
 
@@ -184,11 +185,13 @@ def _syllables(word: str) -> int:
     describe=lambda kw: "Alternate between words with an odd and an even number of syllables.",
 )
 def _syllable_parity(t, kw, fixed):
-    words = [w for w in strip_punctuation(t).lower().split() if w.strip()]
-    par = [_syllables(w) % 2 for w in words]
-    for i in range(len(par) - 1):
-        if par[i] == par[i + 1]:
-            return False, f"{words[i]!r} and {words[i + 1]!r} have the same syllable parity"
+    words = strip_punctuation(t).lower().split()  # (split() never yields an empty or space-padded word)
+    prev = None
+    for i, w in enumerate(words):
+        par = _syllables(w) % 2
+        if par == prev:
+            return False, f"{words[i - 1]!r} and {w!r} have the same syllable parity"
+        prev = par
     return True, "syllable parity alternates"
 
 

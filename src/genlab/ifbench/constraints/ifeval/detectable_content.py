@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from genlab.ifbench.constraints.helpers import find_pattern
+from genlab.ifbench.constraints.helpers import search_pattern
 from genlab.ifbench.core import Param, constraint
 
 
@@ -34,11 +34,17 @@ def _placeholders(t, kw, fixed):
 def _postscript(t, kw, fixed):
     m = kw["postscript_marker"].strip()
     low = t.lower()
+    # the reference searches r"\s*" + marker + r".*$" (re.MULTILINE); whether that matches anywhere does not depend
+    # on the optional leading \s* or on the trailing .*$ (which always matches up to the end of the line), so
+    # for the two fixed markers we search for the marker alone
     if m == "P.P.S":
-        pat = r"\s*p\.\s?p\.\s?s.*$"
+        found = _PPS.search(low) is not None
     elif m == "P.S.":
-        pat = r"\s*p\.\s?s\..*$"
+        found = _PS.search(low) is not None
     else:
-        pat = r"\s*" + (re.escape(m.lower()) if fixed else m.lower()) + r".*$"
-    found = find_pattern(pat, low, re.MULTILINE)
-    return bool(found), ("postscript found" if found else f"no line starting with {m!r}")
+        found = search_pattern(r"\s*" + (re.escape(m.lower()) if fixed else m.lower()) + r".*$", low, re.MULTILINE)
+    return found, ("postscript found" if found else f"no line starting with {m!r}")
+
+
+_PPS = re.compile(r"p\.\s?p\.\s?s")
+_PS = re.compile(r"p\.\s?s\.")

@@ -11,6 +11,9 @@ import re
 
 from genlab.ifbench.core import Param, constraint
 
+_STAR_BULLET = re.compile(r"^\s*\*[^\*].*$", re.MULTILINE)
+_DASH_BULLET = re.compile(r"^\s*-.*$", re.MULTILINE)
+
 
 @constraint(
     "detectable_format:number_bullet_lists",
@@ -20,7 +23,9 @@ from genlab.ifbench.core import Param, constraint
     sample=lambda r, c: {"num_bullets": r.randint(1, 6)},
 )
 def _bullets(t, kw, fixed):
-    n = len(re.findall(r"^\s*\*[^\*].*$", t, flags=re.MULTILINE)) + len(re.findall(r"^\s*-.*$", t, flags=re.MULTILINE))
+    # (each pattern needs its literal "*" or "-": skipped when the text has none)
+    n = len(_STAR_BULLET.findall(t)) if "*" in t else 0
+    n += len(_DASH_BULLET.findall(t)) if "-" in t else 0
     return n == kw["num_bullets"], f"{n} bullet lines (needs exactly {kw['num_bullets']})"
 
 
@@ -48,8 +53,10 @@ def _constrained(t, kw, fixed):
     sample=lambda r, c: {"num_highlights": r.randint(1, 5)},
 )
 def _highlights(t, kw, fixed):
-    n = sum(1 for h in re.findall(r"\*[^\n\*]*\*", t) if h.strip("*").strip())
-    n += sum(1 for h in re.findall(r"\*\*[^\n\*]*\*\*", t) if h.removeprefix("**").removesuffix("**").strip())
+    n = 0
+    if "*" in t:  # (both patterns need a literal "*": skipped when the text has none)
+        n += sum(1 for h in re.findall(r"\*[^\n\*]*\*", t) if h.strip("*").strip())
+        n += sum(1 for h in re.findall(r"\*\*[^\n\*]*\*\*", t) if h.removeprefix("**").removesuffix("**").strip())
     return n >= kw["num_highlights"], f"{n} highlighted sections (needs at least {kw['num_highlights']})"
 
 

@@ -16,13 +16,40 @@ from genlab.ifbench.constraints.helpers import (
     rel_text,
     sample_letter_kwargs,
     sample_relation,
+    search_pattern,
+    whole_word,
 )
 from genlab.ifbench.constraints.wordlists import NOUNS
 from genlab.ifbench.core import Param, constraint
 
 
 def _word_count(keyword: str, text: str) -> int:
-    return len(re.findall(r"(?<!\w)" + re.escape(keyword) + r"(?!\w)", text, re.IGNORECASE))
+    return len(re.findall(whole_word(keyword), text, re.IGNORECASE))
+
+
+def _has_word(keyword: str, text: str) -> bool:
+    """``_word_count(keyword, text) > 0``, stopping at the first match."""
+    return re.search(whole_word(keyword), text, re.IGNORECASE) is not None
+
+
+def _ascii_lower(text: str) -> str | None:
+    return text.lower() if text.isascii() else None
+
+
+def _literal_hits(literal: str, low: str | None) -> int | None:
+    """How many re.IGNORECASE matches of ``literal`` (matched as a literal string) re.findall finds in the text
+    whose lowercase is ``low``: ``low.count(literal.lower())`` when the text and the literal are ASCII (the non-ASCII
+    characters that match ASCII ones ignoring case, such as the Kelvin sign for 'k', cannot occur then; findall's
+    matches of a literal are its non-overlapping occurrences, as str.count's); None otherwise."""
+    return low.count(literal.lower()) if low is not None and literal.isascii() else None
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9 '-]*")  # regex patterns made of these characters only match themselves
+
+
+def _plain_hits(pattern: str, low: str | None) -> int | None:
+    """``_literal_hits`` for a reference regex ``pattern`` that is a plain literal; None otherwise."""
+    return _literal_hits(pattern, low) if _PLAIN.fullmatch(pattern) else None
 
 
 @constraint(
@@ -38,7 +65,15 @@ def _word_count(keyword: str, text: str) -> int:
     fixed="whole-word, literal match instead of a case-insensitive regex substring search",
 )
 def _existence(t, kw, fixed):
-    missing = [k for k in kw["keywords"] if not (_word_count(k, t) if fixed else find_pattern(k, t))]
+    low = _ascii_lower(t)
+
+    def present(k: str) -> bool:
+        if fixed:  # (a whole-word match needs an occurrence)
+            return _literal_hits(k, low) != 0 and _has_word(k, t)
+        hits = _plain_hits(k, low)
+        return hits > 0 if hits is not None else search_pattern(k, t)
+
+    missing = [k for k in kw["keywords"] if not present(k)]
     n = len(kw["keywords"])
     if missing:
         return False, f"found {n - len(missing)} of {n} keywords; missing " + ", ".join(map(repr, missing))
@@ -55,7 +90,13 @@ def _existence(t, kw, fixed):
 )
 def _frequency(t, kw, fixed):
     k = kw["keyword"].strip()
-    n = _word_count(k, t) if fixed else len(find_pattern(k, t))
+    low = _ascii_lower(t)
+    if fixed:
+        n = 0 if _literal_hits(k, low) == 0 else _word_count(k, t)  # (a whole-word match needs an occurrence)
+    else:
+        n = _plain_hits(k, low)
+        if n is None:
+            n = len(find_pattern(k, t))
     return rel_ok(n, kw["relation"], kw["frequency"]), rel_text(n, kw["relation"], kw["frequency"], f"'{k}' occurs")
 
 
@@ -69,9 +110,12 @@ def _frequency(t, kw, fixed):
 )
 def _forbidden(t, kw, fixed):
     found = []
+    low = _ascii_lower(t)
     for w in sorted(set(kw["forbidden_words"])):
+        if (_literal_hits(w, low) if fixed else _plain_hits(w, low)) == 0:
+            continue  # the word never occurs, so neither does \bword\b
         pat = r"\b" + (re.escape(w) if fixed else w) + r"\b"
-        if find_pattern(pat, t):
+        if search_pattern(pat, t):
             found.append(w)
     if found:
         return False, "uses forbidden word(s) " + ", ".join(map(repr, found))

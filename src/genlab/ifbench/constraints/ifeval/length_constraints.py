@@ -32,7 +32,7 @@ _PARA_SPLIT = re.compile(r"\s?\*\*\*\s?")
 
 
 def _divider_paragraphs(t: str) -> tuple[int | None, str]:
-    parts = _PARA_SPLIT.split(t)
+    parts = _PARA_SPLIT.split(t) if "***" in t else [t]  # (the pattern needs a literal "***")
     n = len(parts)
     for i, p in enumerate(parts):
         if not p.strip():
