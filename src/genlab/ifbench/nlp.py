@@ -389,50 +389,76 @@ def _punkt_sentences(tok: Any, text: str) -> list[str]:
     three nested generators that copy the text before every candidate; this is the hot path of sentence splitting,
     so it is written out once here (tests compare it with NLTK's on every official prompt and on random text)."""
     is_break = tok.text_contains_sentbreak
-    spaces = string.whitespace
     spans: list[tuple[int, int]] = []
     last_break = 0
     prev: Any = None  # the previous candidate, and the start and end of the word before it
     prev_start = prev_end = 0
+    # Punkt's whitespace here is string.whitespace; without \t \r \v \f only " " and "\n" need looking for
+    odd_space = "\t" in text or "\r" in text or "\x0b" in text or "\x0c" in text
+    rfind = text.rfind
     # (the decision for a candidate is written out twice below rather than called: this loop is the hot path)
     for m in tok._lang_vars.period_context_re().finditer(text):
         # the word before the candidate starts after the last whitespace since the previous word ended; Punkt
         # reads "no whitespace" and "whitespace right at that end" alike, and then keeps the previous word's start
         m_start = m.start()
-        i = m_start - 1
-        while i >= prev_end and text[i] not in spaces:
-            i -= 1
+        if odd_space:
+            i = m_start - 1
+            while i >= prev_end and text[i] not in string.whitespace:
+                i -= 1
+        else:
+            i = rfind(" ", prev_end, m_start)
+            if (j := rfind("\n", prev_end, m_start)) > i:
+                i = j
         start = i + 1 if i > prev_end else prev_start
-        if prev is not None and prev_end <= start:
-            cand, after, nxt = prev.group(0, "after_tok", "next_tok")
-            if is_break(text[prev_start:prev_end] + cand + after):
-                spans.append((last_break, prev.end()))
-                last_break = prev.start("next_tok") if nxt else prev.end()
+        # the context is word + candidate (one character) + what follows it: one slice of the text
+        if prev is not None and prev_end <= start and is_break(text[prev_start : prev.end("after_tok")]):
+            spans.append((last_break, prev_end + 1))
+            nxt = prev.start("next_tok")
+            last_break = nxt if nxt >= 0 else prev_end + 1
         prev, prev_start, prev_end = m, start, m_start
-    if prev is not None:
-        cand, after, nxt = prev.group(0, "after_tok", "next_tok")
-        if is_break(text[prev_start:prev_end] + cand + after):
-            spans.append((last_break, prev.end()))
-            last_break = prev.start("next_tok") if nxt else prev.end()
+    if prev is not None and is_break(text[prev_start : prev.end("after_tok")]):
+        spans.append((last_break, prev_end + 1))
+        nxt = prev.start("next_tok")
+        last_break = nxt if nxt >= 0 else prev_end + 1
     spans.append((last_break, len(text.rstrip())))
 
     realign_rx = tok._lang_vars.re_boundary_realignment
+    closer = _closers(realign_rx)
     out = []
     shift = 0
     n = len(text)
+    last = len(spans) - 1
     for j, (a, b) in enumerate(spans):
         a += shift
         shift = 0
-        if j + 1 < len(spans):
+        if j < last:
             c, d = spans[j + 1]
-            m = realign_rx.match(text, c, d)  # as matching text[c:d]: $ matches at d
-            if m:
+            # the realignment pattern starts with a closing quote or bracket: test that character first
+            if c < d and closer[text[c]] and (m := realign_rx.match(text, c, d)):  # as on text[c:d]: $ at d
                 out.append(text[a : c + len(m.group(0).rstrip())])
                 shift = m.end() - c
                 continue
         if a < b and a < n:
             out.append(text[a:b])
     return out
+
+
+class _Closers(dict):  # type: ignore[type-arg]
+    """character -> whether Punkt's boundary-realignment pattern (one or more closing quotes or brackets, then
+    whitespace or the end) can start with it: the pattern matches that character followed by a space."""
+
+    def __init__(self, realign_rx: re.Pattern) -> None:
+        super().__init__()
+        self.rx = realign_rx
+
+    def __missing__(self, ch: str) -> bool:
+        self[ch] = ok = self.rx.match(ch + " ") is not None
+        return ok
+
+
+@functools.cache
+def _closers(realign_rx: re.Pattern) -> _Closers:
+    return _Closers(realign_rx)
 
 
 @functools.lru_cache(maxsize=65536)
