@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from genlab.ifbench import registry
+from genlab.ifbench import nlp, registry
 from genlab.ifbench.constraints import helpers
 
 ALPHABET = string.printable + "İıſKßéü日本😀‽“”—\u0307"
@@ -49,9 +49,9 @@ def _texts(n: int = 300, seed: int = 3) -> list[str]:
 
 def test_word_runs_is_findall():
     for c in map(chr, range(128)):
-        assert helpers.word_runs(f"a{c}b") == re.findall(r"\w+", f"a{c}b"), repr(c)
+        assert nlp.word_runs(f"a{c}b") == re.findall(r"\w+", f"a{c}b"), repr(c)
     for t in _texts():
-        assert helpers.word_runs(t) == re.findall(r"\w+", t)
+        assert nlp.word_runs(t) == re.findall(r"\w+", t)
 
 
 def test_strip_punctuation_is_translate():

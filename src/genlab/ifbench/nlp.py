@@ -52,6 +52,7 @@ __all__ = [
     "reset",
     "sent_tokenize",
     "stopwords",
+    "word_runs",
     "word_tokenize",
 ]
 
@@ -492,11 +493,21 @@ def word_tokenize(text: str) -> list[str]:
 
 
 _WORD_RE = re.compile(r"\w+")
+# every ASCII character that is not a word character ([A-Za-z0-9_]) becomes a space
+_ASCII_NONWORD_TO_SPACE = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")})
+
+
+def word_runs(text: str) -> list[str]:
+    """``re.findall(r"\\w+", text)``. For ASCII text, ``\\w`` is exactly [A-Za-z0-9_]: mapping every other character
+    to a space and splitting on whitespace gives the same runs, about five times faster than the regex."""
+    if text.isascii():
+        return text.translate(_ASCII_NONWORD_TO_SPACE).split()
+    return _WORD_RE.findall(text)
 
 
 def count_words(text: str) -> int:
     """Number of ``\\w+`` tokens (``nltk.RegexpTokenizer(r"\\w+")``), as IFEval/IFBench count words."""
-    return len(_WORD_RE.findall(text))
+    return len(word_runs(text))
 
 
 def stopwords() -> frozenset[str]:

@@ -39,19 +39,6 @@ def search_pattern(pattern: str, text: str, flags: int = re.IGNORECASE) -> bool:
         return re.search(re.escape(pattern), text, flags) is not None
 
 
-_WORD_RUN = re.compile(r"\w+")
-# every ASCII character that is not a word character ([A-Za-z0-9_]) becomes a space
-_ASCII_NONWORD_TO_SPACE = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")})
-
-
-def word_runs(text: str) -> list[str]:
-    """``re.findall(r"\\w+", text)``. For ASCII text, ``\\w`` is exactly [A-Za-z0-9_]: mapping every other character
-    to a space and splitting on whitespace gives the same runs, about five times faster than the regex."""
-    if text.isascii():
-        return text.translate(_ASCII_NONWORD_TO_SPACE).split()
-    return _WORD_RUN.findall(text)
-
-
 def sample_relation(r):
     return r.choice(REL)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from genlab.ifbench import nlp
-from genlab.ifbench.constraints.helpers import PUNCT, STRIP_CHARS, strip_punctuation, word_runs
+from genlab.ifbench.constraints.helpers import PUNCT, STRIP_CHARS, strip_punctuation
 from genlab.ifbench.constraints.wordlists import NOUNS, PERSON_NAMES, ordinal
 from genlab.ifbench.core import Param, constraint
 
@@ -73,7 +73,7 @@ def _conjunctions(t, kw, fixed):
 def _person_names(t, kw, fixed):
     # the reference searches \bname\b for each name; every name is one \w+ run, so that is "name is one of
     # the text's \w+ runs" (checked in the tests)
-    found = _NAME_SET.intersection(word_runs(t))
+    found = _NAME_SET.intersection(nlp.word_runs(t))
     return len(found) >= kw["N"], f"{len(found)} listed names mentioned (needs {kw['N']})"
 
 

@@ -10,7 +10,7 @@ import functools
 from collections import Counter
 
 from genlab.ifbench import nlp
-from genlab.ifbench.constraints.helpers import STRIP_CHARS, word_runs
+from genlab.ifbench.constraints.helpers import STRIP_CHARS
 from genlab.ifbench.constraints.wordlists import SENTENCES
 from genlab.ifbench.core import Param, constraint
 
@@ -24,7 +24,7 @@ from genlab.ifbench.core import Param, constraint
 )
 def _stop_words(t, kw, fixed):
     # the tokens, lowercased: on ASCII text lowering first gives the same runs (lower() keeps length and \w-ness)
-    toks = word_runs(t.lower()) if t.isascii() else [w.lower() for w in word_runs(t)]
+    toks = nlp.word_runs(t.lower()) if t.isascii() else [w.lower() for w in nlp.word_runs(t)]
     if not toks:
         return False, "no words"
     k = sum(map(nlp.stopwords().__contains__, toks))
@@ -75,7 +75,7 @@ def _char_trigrams(s: str) -> set[tuple[str, str, str]]:
 
 
 def _word_trigrams(s: str) -> set[tuple[str, ...]]:
-    w = word_runs(s.lower())
+    w = nlp.word_runs(s.lower())
     return set(zip(w, w[1:], w[2:]))
 
 
