@@ -23,6 +23,7 @@ from __future__ import annotations
 import abc
 import functools
 import importlib.util
+import itertools
 import json
 import os
 import re
@@ -181,6 +182,7 @@ class _State:
         self.tagger: dict | None = None
         self.tagger_source = ""
         self.warned = False
+        self.provenance: dict[str, Any] | None = None
 
 
 _S = _State()
@@ -469,7 +471,7 @@ def _sentence_words(sentence: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=8192)
 def _cached_words(text: str) -> tuple[str, ...]:
-    return tuple(tok for sent in _cached_sent(text) for tok in _sentence_words(sent))
+    return tuple(itertools.chain.from_iterable(map(_sentence_words, _cached_sent(text))))
 
 
 def sent_tokenize(text: str) -> list[str]:
@@ -834,16 +836,19 @@ def dist_version(name: str) -> str | None:
 
 def provenance() -> dict[str, Any]:
     """How text was processed, for ``summary.json`` and the report: the data mode ("real": NLTK's data, verdicts
-    as the reference's; "offline": genlab's fallback rules), which resources were missing, and the versions."""
+    as the reference's; "offline": genlab's fallback rules), which resources were missing, and the versions.
+    Looked up once per data-mode decision (:func:`reset` looks again), not at every evaluation."""
     import genlab
 
-    return {
-        "mode": data_mode(),
-        "missing_nltk_data": missing_resources(),
-        "genlab": genlab.__version__,
-        "nltk": dist_version("nltk"),
-        "langdetect": dist_version("langdetect"),
-    }
+    if _S.provenance is None:
+        _S.provenance = {
+            "mode": data_mode(),
+            "missing_nltk_data": missing_resources(),
+            "genlab": genlab.__version__,
+            "nltk": dist_version("nltk"),
+            "langdetect": dist_version("langdetect"),
+        }
+    return {**_S.provenance, "missing_nltk_data": list(_S.provenance["missing_nltk_data"])}
 
 
 def install_data(source: str | Path, target: str | Path) -> dict[str, str]:

@@ -21,7 +21,7 @@ from genlab.ifbench.core import Param, constraint
     sample=lambda r, c: {"capital_frequency": r.randint(1, 20), "capital_relation": sample_relation(r)},
 )
 def _capital_words(t, kw, fixed):
-    n = sum(1 for w in nlp.word_tokenize(t) if w.isupper())
+    n = sum(map(str.isupper, nlp.word_tokenize(t)))
     return rel_ok(n, kw["capital_relation"], kw["capital_frequency"]), rel_text(
         n, kw["capital_relation"], kw["capital_frequency"], "all-caps words:"
     )
