@@ -562,12 +562,22 @@ def _run_trial(draws: _Draws, texts: Any, pos: Any, weight: Any, mat: Any, scrat
 
 
 def _detect_batch(texts: list[str], stream: _Stream) -> list[str | None]:
+    """The labels of ``texts``. The answer depends on a text only through its n-gram rows (the random stream is
+    fixed), so texts with the same rows (a loose variant that only drops ``*`` next to a space, ...) are
+    detected once."""
+    parts = [_ngram_bytes(_prepare(t)) for t in texts]
+    distinct = list(dict.fromkeys(parts))
+    label = dict(zip(distinct, _detect_rows(distinct, stream)))
+    return [label[b] for b in parts]
+
+
+def _detect_rows(parts: list[bytes], stream: _Stream) -> list[str | None]:
+    """The label for each text given as its n-gram rows (int64 bytes, :func:`_ngram_bytes`)."""
     import numpy as np
 
     profiles = _profiles()
-    parts = [_ngram_bytes(_prepare(t)) for t in texts]
     size = np.array([len(b) for b in parts], dtype=np.int64) // 8
-    out: list[str | None] = [None] * len(texts)
+    out: list[str | None] = [None] * len(parts)
     has = np.flatnonzero(size)  # no n-gram: langdetect cannot decide
     if not len(has):
         return out
