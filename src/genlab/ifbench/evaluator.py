@@ -148,6 +148,8 @@ class EvalResult:
 def _distinct_variants(response: str) -> list[tuple[str, str]]:
     """The loose variants after the response itself that differ from it and from each other and are not
     blank, with their names, in the reference's order (a repeated variant cannot change the verdict)."""
+    if "\n" not in response and "*" not in response:  # every variant is the response or blank
+        return []
     seen = {response}
     out = []
     for name, text in zip(VARIANT_NAMES[1:], loose_variants(response)[1:]):
@@ -164,15 +166,15 @@ def _worker(args: tuple[list[PromptItem], list[str | None], str]) -> list[Prompt
     todo = []  # (prompt, instruction, constraint, normalised kwargs) of every instruction with a response
     for i, (item, response) in enumerate(zip(items, resps)):
         if response is not None and response.strip():
-            for j, cid in enumerate(item.instruction_id_list):
+            for j, (cid, kw) in enumerate(zip(item.instruction_id_list, item.kwargs)):
                 if j not in item.unknown:
                     c = get(cid)
-                    todo.append((i, j, c, c.normalize(item.kwargs[j])))
-    prepare((c, resps[i]) for i, _, c, _ in todo)
+                    todo.append((i, j, c, c.normalize(kw)))
+    prepare((c, resps[i]) for i, _, c, _ in todo if c.prepare is not None)
     strict = {(i, j): c.judge(resps[i], kw, fixed) for i, j, c, kw in todo}  # (ok, reason)
     failed = [t for t in todo if not strict[t[0], t[1]][0]]
     variants = {i: _distinct_variants(resps[i]) for i in {t[0] for t in failed}}
-    prepare((c, text) for i, _, c, _ in failed for _, text in variants[i])
+    prepare((c, text) for i, _, c, _ in failed if c.prepare is not None for _, text in variants[i])
     loose = {}
     for i, j, c, kw in failed:
         loose[i, j] = next((name for name, text in variants[i] if c.judge(text, kw, fixed)[0]), None)
@@ -180,18 +182,20 @@ def _worker(args: tuple[list[PromptItem], list[str | None], str]) -> list[Prompt
     for i, (item, response) in enumerate(zip(items, resps)):
         ins = []
         for j, cid in enumerate(item.instruction_id_list):
-            if response is None:
+            if (i, j) in strict:
+                ok, reason = strict[i, j]
+                if ok:
+                    ins.append(InstructionResult(cid, True, True, reason, "full"))
+                else:
+                    lv = loose[i, j]
+                    ins.append(InstructionResult(cid, False, lv is not None, reason, lv))
+            elif response is None:
                 reason = "no response for this prompt"
                 ins.append(InstructionResult(cid, False, False, reason, skipped=j in item.unknown))
             elif j in item.unknown:
                 ins.append(InstructionResult(cid, False, False, "unknown instruction id (skipped)", skipped=True))
-            elif (i, j) not in strict:
-                ins.append(InstructionResult(cid, False, False, "empty response"))
-            elif strict[i, j][0]:
-                ins.append(InstructionResult(cid, True, True, strict[i, j][1], "full"))
             else:
-                lv = loose[i, j]
-                ins.append(InstructionResult(cid, False, lv is not None, strict[i, j][1], lv))
+                ins.append(InstructionResult(cid, False, False, "empty response"))
         results.append(
             PromptResult(item.key, item.prompt, response or "", item.instruction_id_list, ins, missing=response is None)
         )
