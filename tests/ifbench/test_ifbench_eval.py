@@ -278,8 +278,10 @@ def test_punkt_break_decisions_equal_nltk(mode):
         contexts = {t[max(0, m.start() - 12) : m.end("after_tok")] for t in texts for m in rx.finditer(t)}
         words = [*sorted(tok._params.abbrev_types)[:80], *sorted({a for a, _ in tok._params.collocations})[:80],
                  "river", "River", "RIVER", "a", "I", "mr", "Mr", "e.g", "U.S", "3", "1990s", "x-ray", "co-op",
-                 "naïve", "Straße", "it's", "(word", "word)", ""]  # fmt: skip
-        ends, nexts = [".", "?", "!"], [" The", " the", "\nNext", "\u00a0Next", "  (x", " 5", ")", "?", " — x", " ."]
+                 "naïve", "Straße", "it's", "(word", "word)", "ab.\u00a0cd", "ab?\u00a0cd", "x\u2003y", ""]  # fmt: skip
+        ends = [".", "?", "!", "?!", "!?", ".?", "..."]
+        nexts = [" The", " the", "\nNext", "\u00a0Next", "  (x", " 5", ")", "?", " — x", " .", " ?", " !x", " ...",
+                 "\t\""]
         contexts |= {w + e + n for w, e, n in itertools.product(words, ends, nexts)}
         assert len(contexts) > 3000
         for c in contexts:

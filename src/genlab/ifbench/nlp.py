@@ -334,14 +334,15 @@ def _sent_tokenizer() -> Any:
 
 
 def _sentbreak_decider(tok: Any) -> Any:
-    """``tok.text_contains_sentbreak``, with the commonest context decided without NLTK's token objects.
+    """``tok.text_contains_sentbreak``, with the commonest contexts decided without NLTK's token objects.
 
-    The context is a plain ASCII word of two or more letters, a period, whitespace and a next token ("river. The").
-    Punkt's first token is then "river." (no multi-character punctuation or word-ending mark can occur inside it),
-    its first pass marks a break unless "river" is a known abbreviation, and its second pass can only undo that
-    through a collocation starting with "river" (initials, numbers and ellipses are excluded by the letters); a
-    break before a second token means True. Any other context, or a word that is an abbreviation or starts a
-    collocation, goes to NLTK. (Tests compare both on every context of the official prompts and of random text.)"""
+    The context is a plain ASCII word, a candidate, whitespace and a next token ("river. The", "why? The"). Punkt's
+    word tokenizer then cuts it into the word, the candidate (a "?" or "!" is a token of its own) or the word with
+    its period ("river.", as no multi-character punctuation or word-ending mark can occur inside it), and the next
+    token(s). A "?" or "!" token is a break; "river." is one unless "river" is a known abbreviation, and Punkt's
+    second pass can only undo it through a collocation starting with "river" (initials, numbers and ellipses are
+    excluded by the letters and the length). A break before another token means True. Any other context goes to
+    NLTK. (Tests compare both on every context of the official prompts and on built ones.)"""
     nltk_decision = type(tok).text_contains_sentbreak.__get__(tok)
     params = tok._params
     abbrevs = params.abbrev_types
@@ -350,10 +351,11 @@ def _sentbreak_decider(tok: Any) -> Any:
     def decide(context: str) -> bool:
         head = context.split(None, 1)
         if len(head) == 2:
-            w = head[0]
-            if len(w) > 2 and w[-1] == "." and w.isascii() and w[:-1].isalpha():
-                typ = w[:-1].lower()
-                if typ not in abbrevs and typ not in colloc_first:
+            word, end = head[0][:-1], head[0][-1]
+            if word.isascii() and word.isalpha():
+                if end in "?!":
+                    return True
+                if end == "." and len(word) > 1 and (typ := word.lower()) not in abbrevs and typ not in colloc_first:
                     return True
         return nltk_decision(context)
 
