@@ -232,6 +232,31 @@ def test_our_tokenizers_equal_nltk_on_official_prompts():
         assert nlp.stopwords() == sw
 
 
+def test_word_tokenizer_equals_nltk_treebank():
+    """Our rendering of NLTK's improved Treebank tokenizer (its rules recompiled, substitutions skipped where their
+    pattern does not occur) gives ``NLTKWordTokenizer().tokenize`` on the official prompts and on random text dense
+    in quotes, contractions, brackets, dashes and final punctuation."""
+    import random
+
+    from nltk.tokenize.destructive import NLTKWordTokenizer
+
+    from genlab.ifbench import nlp
+
+    rng = random.Random(7)
+    texts = [i.prompt for f in (IFBENCH_FILE, IFEVAL_FILE) if f.exists() for i in load_prompts(f)]
+    pieces = ["can't", "cannot", "gonna", "wanna", "gimme", "'tis", "'Twas", "I'm", "DON'T", "we'll", "they're",
+              "o'clock", "'quoted'", '"said"', "``x''", "“curly”", "‘single’", "«guillemets»", "(paren)", "[b]",
+              "{c}", "<d>", "--", "—", "...", "end.", "end.)", 'end."', "3,000", "a:b", "x;y", "@home", "#tag",
+              "$5", "50%", "R&D", "why?", "no!", "*star*", "\n", "\t", "  ", "word", "Word", "'", "''",
+              "`"]  # fmt: skip
+    texts += [" ".join(rng.choice(pieces) for _ in range(rng.randint(0, 25))) for _ in range(4000)]
+    soup = [*"aZ .,:;'\"`()[]{}<>-?!*&%$#@“”‘’«»\n", "n't", "'s", "'ll", "can", "not"]
+    texts += ["".join(rng.choice(soup) for _ in range(rng.randint(0, 40))) for _ in range(4000)]
+    ours, theirs = nlp._word_tokenizer(), NLTKWordTokenizer().tokenize
+    for t in texts:
+        assert ours(t) == theirs(t), t
+
+
 @pytest.mark.parametrize("mode", ["real", "offline"])
 def test_punkt_in_one_pass_equals_nltk_punkt(mode):
     """Our one-pass rendering of Punkt's tokenize gives NLTK's own sentences: official prompts, synthetic-looking

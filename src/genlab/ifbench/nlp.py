@@ -31,6 +31,7 @@ import string
 import sys
 import types
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -362,19 +363,34 @@ def _sentbreak_decider(tok: Any) -> Any:
     return decide
 
 
-def _word_tokenizer() -> Any:
+def _word_tokenizer() -> Callable[[str], list[str]]:
+    """``NLTKWordTokenizer().tokenize`` (NLTK's improved Treebank tokenizer): its own rules, in the order its
+    ``tokenize`` applies them, recompiled with ``re``, and each substitution made only where its pattern occurs
+    (``re.sub`` with a template costs a Python-level call even when nothing matches; most rules match nothing in
+    a given sentence)."""
     if _S.word_tok is None:
         _, destructive = _nltk_modules()
         tok = destructive.NLTKWordTokenizer()
         try:
-            for name in ("STARTING_QUOTES", "ENDING_QUOTES", "PUNCTUATION"):
-                setattr(tok, name, [(_plain(rx), sub) for rx, sub in getattr(tok, name)])
-            for name in ("PARENS_BRACKETS", "DOUBLE_DASHES"):
-                rx, sub = getattr(tok, name)
-                setattr(tok, name, (_plain(rx), sub))
-        except Exception:  # pragma: no cover
-            tok = destructive.NLTKWordTokenizer()
-        _S.word_tok = tok
+            before = [*tok.STARTING_QUOTES, *tok.PUNCTUATION, tok.PARENS_BRACKETS, tok.DOUBLE_DASHES]
+            after = [*tok.ENDING_QUOTES, *((rx, r" \1 \2 ") for rx in (*tok.CONTRACTIONS2, *tok.CONTRACTIONS3))]
+            before = [(_plain(rx), sub) for rx, sub in before]
+            after = [(_plain(rx), sub) for rx, sub in after]
+        except Exception:  # pragma: no cover - NLTK internals changed: its own method
+            _S.word_tok = tok.tokenize
+            return _S.word_tok
+
+        def tokenize(text: str) -> list[str]:
+            for rx, sub in before:
+                if rx.search(text):
+                    text = rx.sub(sub, text)
+            text = " " + text + " "
+            for rx, sub in after:
+                if rx.search(text):
+                    text = rx.sub(sub, text)
+            return text.split()
+
+        _S.word_tok = tokenize
     return _S.word_tok
 
 
@@ -468,7 +484,7 @@ def _closers(realign_rx: re.Pattern) -> _Closers:
 
 @functools.lru_cache(maxsize=65536)
 def _sentence_words(sentence: str) -> tuple[str, ...]:
-    return tuple(_word_tokenizer().tokenize(sentence))
+    return tuple(_word_tokenizer()(sentence))
 
 
 @functools.lru_cache(maxsize=8192)
