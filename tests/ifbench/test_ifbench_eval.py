@@ -285,6 +285,53 @@ def test_punkt_in_one_pass_equals_nltk_punkt(mode):
 
 
 @pytest.mark.parametrize("mode", ["real", "offline"])
+def test_line_drop_variants_reuse_their_parents_split_exactly(mode):
+    """A loose variant that drops a first or last line is split by reusing its parent's split (the evaluator
+    notes the relation); its sentences equal NLTK's on the variant itself, for official prompts, synthetic
+    responses and random multi-line text with odd whitespace, quotes and asterisks, and the reuse does happen."""
+    import random
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from bench_ifbench import synth_responses
+
+    from genlab.ifbench import nlp
+    from genlab.ifbench.evaluator import _distinct_variants
+
+    if mode == "real" and not HAVE_NLTK_DATA:
+        pytest.skip("../shared/nltk_data not present")
+    rng = random.Random(11)
+    rows = [json.loads(x) for f in (IFBENCH_FILE, IFEVAL_FILE) if f.exists() for x in f.read_text().splitlines()]
+    texts = [r["prompt"] for r in rows][:300] + [r["response"] for r in synth_responses(rows)][:600]
+    pieces = ["Hello", "world.", "Mr.", "(He", "said.)", '"Yes."', "no!", "Why?", "...", "U.S.", "A.", "3.", "x",
+              "**bold.**", "*", "'end.'", "“Done.”", "\n", "\n", "\n\n", " \n", "\n ", "\t", "\r\n", "\u00a0",
+              "\u2028", "  "]  # fmt: skip
+    spaces = ["", " "]
+    texts += ["".join(rng.choice(pieces) + rng.choice(spaces) for _ in range(rng.randint(1, 40))) for _ in range(3000)]
+    # a break whose next sentence starts right after it ("."+")" with no space) must not be a restart point:
+    # ".)mr. Smith" is a break context where ")mr. Smith" is not
+    texts += ["Intro\n .)mr. Smith came. Then more.\nEnd", "Intro\nA .)mr. Smith came.\nEnd", "a\nb .)mr. X. y.\nz"]
+    reused = tried = 0
+    with nltk_mode(mode):
+        tok = nlp._sent_tokenizer()
+        punkt, _ = nlp._nltk_modules()
+        nltk_tok = punkt.PunktSentenceTokenizer(tok._params)
+        for t in texts:
+            nlp.sent_tokenize(t)
+            nlp.sent_tokenize(t.replace("*", ""))
+            for _, v in _distinct_variants(t):
+                tried += 1
+                reused += nlp._spans_from_parent(tok, v) is not None
+                assert nlp.sent_tokenize(v) == nltk_tok.tokenize(v), (t, v)
+        # cuts that are not clean are not reused: not followed by whitespace, or after non-Punkt whitespace
+        parent = "One. Two. Three.\u00a0Four. Five. Six."
+        nlp.sent_tokenize(parent)
+        for lo, hi in ((0, 14), (17, len(parent)), (26, len(parent))):
+            nlp.note_substrings({parent[lo:hi]: parent})
+            assert nlp._spans_from_parent(tok, parent[lo:hi]) is None
+    assert tried > 3000 and reused > 0.6 * tried, (reused, tried)
+
+
+@pytest.mark.parametrize("mode", ["real", "offline"])
 def test_punkt_break_decisions_equal_nltk(mode):
     """The memoised break decision (with its shortcut for "word. Next") equals NLTK's ``text_contains_sentbreak``
     on every candidate context of the official prompts and on contexts built around abbreviations, collocations,

@@ -150,13 +150,22 @@ def _distinct_variants(response: str) -> list[tuple[str, str]]:
     blank, with their names, in the reference's order (a repeated variant cannot change the verdict)."""
     if "\n" not in response and "*" not in response:  # every variant is the response or blank
         return []
+    variants = loose_variants(response)
     seen = {response}
     out = []
-    for name, text in zip(VARIANT_NAMES[1:], loose_variants(response)[1:]):
+    slices = {}  # variant that drops a line -> the text it is a slice of (sentence splitting can reuse its split)
+    for name, text, of in zip(VARIANT_NAMES[1:], variants[1:], _SLICE_OF):
         if text not in seen and text.strip():
             seen.add(text)
             out.append((name, text))
+            if of is not None:
+                slices[text] = variants[of]
+    nlp.note_substrings(slices)
     return out
+
+
+# for each loose variant after the first, the variant it is a slice of: the response (0) or its copy without "*" (1)
+_SLICE_OF = (None, 0, 0, 0, 1, 1, 1)
 
 
 def _worker(args: tuple[list[PromptItem], list[str | None], str]) -> list[PromptResult]:

@@ -21,17 +21,19 @@ tagger's inference (a dot product over 14 features for one token) is re-implemen
 from __future__ import annotations
 
 import abc
+import bisect
 import functools
 import importlib.util
 import itertools
 import json
+import operator
 import os
 import re
 import string
 import sys
 import types
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,7 @@ __all__ = [
     "install_data",
     "missing_resources",
     "nltk_search_path",
+    "note_substrings",
     "provenance",
     "regex_split_sentences",
     "require_real_data",
@@ -223,6 +226,8 @@ def reset(mode: str | None = None) -> None:
 def clear_caches() -> None:
     """Forget every per-text result (tokenisations, Punkt decisions); loaded data stays. For benchmarks."""
     _cached_sent.cache_clear()
+    _SPANS.clear()
+    _PARENT.clear()
     _cached_words.cache_clear()
     _sentence_words.cache_clear()
     _cached_regex_split.cache_clear()
@@ -398,27 +403,52 @@ def _word_tokenizer() -> Callable[[str], list[str]]:
 def _cached_sent(text: str) -> tuple[str, ...]:
     tok = _sent_tokenizer()
     try:
-        return tuple(_punkt_sentences(tok, text))
+        base, lo, spans = _spans_from_parent(tok, text) or (text, 0, _punkt_spans(tok, text))
+        sentences = _realigned(tok, base, spans, lo + len(text))
     except AttributeError:  # pragma: no cover - NLTK internals changed: its own method
         return tuple(tok.tokenize(text))
+    if len(_SPANS) > 50_000:
+        _SPANS.clear()
+    _SPANS[text] = [(a - lo, b - lo) for a, b in spans] if lo else spans
+    return tuple(sentences)
+
+
+_SPANS: dict[str, list[tuple[int, int]]] = {}  # text -> its Punkt spans before realignment (see _cached_sent)
+_PARENT: dict[str, str] = {}  # text -> a text it occurs in (note_substrings)
+
+
+def note_substrings(slices: Mapping[str, str]) -> None:
+    """Say of each ``text: parent`` that ``text`` occurs in ``parent``, as the loose variants that drop a first or
+    last line do: once ``parent`` is split into sentences, splitting ``text`` reuses that split where it provably
+    gives the same sentences (the same result, less work)."""
+    if len(_PARENT) > 50_000:
+        _PARENT.clear()
+    _PARENT.update(slices)
 
 
 def _punkt_sentences(tok: Any, text: str) -> list[str]:
-    """``tok.tokenize(text)`` for NLTK's ``PunktSentenceTokenizer``, the same steps in one pass: find each
-    candidate break (a sentence-ending character and what follows it), ask Punkt whether its context ("word. Next")
-    is a break, then move closing quotes and brackets after a break into the sentence before it. NLTK does this with
-    three nested generators that copy the text before every candidate; this is the hot path of sentence splitting,
-    so it is written out once here (tests compare it with NLTK's on every official prompt and on random text)."""
+    """``tok.tokenize(text)`` for NLTK's ``PunktSentenceTokenizer`` (tests compare the two on every official prompt
+    and on random text): :func:`_punkt_spans`, then :func:`_realigned`."""
+    return _realigned(tok, text, _punkt_spans(tok, text), len(text))
+
+
+def _punkt_spans(tok: Any, text: str, lo: int = 0, hi: int | None = None) -> list[tuple[int, int]]:
+    """Punkt's sentence spans of ``text[lo:hi]`` (in ``text``'s coordinates), before realignment: find each
+    candidate break (a sentence-ending character and what follows it) and ask Punkt whether its context
+    ("word. Next") is a break. NLTK does this with nested generators that copy the text before every candidate;
+    this is the hot path of sentence splitting, so it is written out once here. The pattern has no look-behind, so
+    matching within ``lo:hi`` is matching on the slice."""
+    hi = len(text) if hi is None else hi
     is_break = tok.text_contains_sentbreak
     spans: list[tuple[int, int]] = []
-    last_break = 0
+    last_break = lo
     prev: Any = None  # the previous candidate, and the start and end of the word before it
-    prev_start = prev_end = 0
+    prev_start = prev_end = lo
     # Punkt's whitespace here is string.whitespace; without \t \r \v \f only " " and "\n" need looking for
     odd_space = "\t" in text or "\r" in text or "\x0b" in text or "\x0c" in text
     rfind = text.rfind
     # (the decision for a candidate is written out twice below rather than called: this loop is the hot path)
-    for m in tok._lang_vars.period_context_re().finditer(text):
+    for m in tok._lang_vars.period_context_re().finditer(text, lo, hi):
         # the word before the candidate starts after the last whitespace since the previous word ended; Punkt
         # reads "no whitespace" and "whitespace right at that end" alike, and then keeps the previous word's start
         m_start = m.start()
@@ -441,13 +471,53 @@ def _punkt_sentences(tok: Any, text: str) -> list[str]:
         spans.append((last_break, prev_end + 1))
         nxt = prev.start("next_tok")
         last_break = nxt if nxt >= 0 else prev_end + 1
-    spans.append((last_break, len(text.rstrip())))
+    spans.append((last_break, lo + len(text[lo:hi].rstrip())))
+    return spans
 
+
+def _spans_from_parent(tok: Any, text: str) -> tuple[str, int, list[tuple[int, int]]] | None:
+    """``(parent, lo, spans)``: the spans of ``text`` in its parent's coordinates, reusing the parent's split, if
+    ``text`` was noted as occurring in a parent (:func:`note_substrings`; ``lo``: its first occurrence there), the
+    parent is split already and the cut is clean; else None.
+
+    Why the spans agree. Let the text start at ``lo`` after Punkt whitespace (or at 0) with a character that is not
+    whitespace, and end at ``hi`` before whitespace (or at the end). Its candidates are then the parent's between
+    ``lo`` and ``hi`` whose look-ahead ends by ``hi`` (a look-ahead that crosses ``hi`` needs a token after the
+    whitespace there), every one's word starts where it does in the parent, and so every decision is the parent's
+    except the last candidate's (it has no successor): the parent's spans hold from ``lo`` up to a sentence start
+    ``r`` that follows Punkt whitespace, and from there the loop is run again on ``r:hi`` (a clean cut of the
+    same kind). The sentence that ``lo`` falls into begins at ``lo``."""
+    parent = _PARENT.get(text)
+    pspans = None if parent is None else _SPANS.get(parent)
+    if pspans is None or not text:
+        return None
+    lo = parent.find(text)
+    hi = lo + len(text)
+    ws = string.whitespace
+    if lo < 0:
+        return None
+    if not (hi == len(parent) or parent[hi].isspace()):
+        return None
+    if lo and (lo < 2 or parent[lo - 1] not in ws or text[0] in ws):
+        return None
+    first = bisect.bisect_left(pspans, lo, key=operator.itemgetter(0))  # the first parent sentence from lo on
+    for j in range(len(pspans) - 1, first - 1, -1):  # the last one starting inside, after Punkt whitespace
+        r = pspans[j][0]
+        if r <= lo:
+            return None
+        if r < hi and r >= 2 and parent[r - 1] in ws:
+            head = [(lo, pspans[first - 1][1])] if pspans[first][0] > lo else []
+            return parent, lo, head + pspans[first:j] + _punkt_spans(tok, parent, r, hi)
+    return None
+
+
+def _realigned(tok: Any, text: str, spans: list[tuple[int, int]], n: int) -> list[str]:
+    """The sentences of the spans (of a text that ends at ``n``), with closing quotes and brackets after a break
+    moved into the sentence before it, as Punkt's ``_realign_boundaries``."""
     realign_rx = tok._lang_vars.re_boundary_realignment
     closer = _closers(realign_rx)
     out = []
     shift = 0
-    n = len(text)
     last = len(spans) - 1
     for j, (a, b) in enumerate(spans):
         a += shift
