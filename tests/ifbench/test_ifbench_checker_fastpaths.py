@@ -47,11 +47,14 @@ def _texts(n: int = 300, seed: int = 3) -> list[str]:
     return out
 
 
-def test_word_runs_is_findall():
+def test_word_runs_and_count_words_are_findall():
     for c in map(chr, range(128)):
-        assert nlp.word_runs(f"a{c}b") == re.findall(r"\w+", f"a{c}b"), repr(c)
+        for t in (f"a{c}b", f"{c}a", f"a{c}", c):
+            assert nlp.word_runs(t) == re.findall(r"\w+", t), repr(t)
+            assert nlp.count_words(t) == len(re.findall(r"\w+", t)), repr(t)
     for t in _texts():
         assert nlp.word_runs(t) == re.findall(r"\w+", t)
+        assert nlp.count_words(t) == len(re.findall(r"\w+", t))
 
 
 def test_strip_punctuation_is_translate():
