@@ -40,7 +40,9 @@ __all__ = [
 
 @dataclass
 class PromptItem:
-    """One prompt to score: its instructions (positional ids + kwargs, already validated)."""
+    """One prompt to score: its instructions (positional ids + kwargs). ``normalized`` says that the kwargs are
+    already what :meth:`Constraint.normalize` returns (:func:`load_prompts` sets it); otherwise the evaluator
+    normalises them."""
 
     key: Any
     prompt: str
@@ -49,6 +51,7 @@ class PromptItem:
     messages: list[dict[str, str]] | None = None
     unknown: list[int] = field(default_factory=list)  # positions of unknown ids (only with lenient=True)
     line: int = 0
+    normalized: bool = False
 
 
 def parse_ground_truth(gt: Any) -> tuple[list[str], list[dict | None]]:
@@ -181,7 +184,7 @@ def load_prompts(path: str | Path, *, lenient: bool = False, fmt: str = "auto") 
         key = row.get("key", n)
         key = key if key is not None else n
         messages = messages if isinstance(messages, list) else None
-        items.append(PromptItem(key, prompt, ids, norm, messages, unknown, n))
+        items.append(PromptItem(key, prompt, ids, norm, messages, unknown, n, normalized=True))
     if not items:
         raise DataError(f"{path}: no prompts (the file holds no records)")
     return items

@@ -178,7 +178,7 @@ def _worker(args: tuple[list[PromptItem], list[str | None], str]) -> list[Prompt
             for j, (cid, kw) in enumerate(zip(item.instruction_id_list, item.kwargs)):
                 if j not in item.unknown:
                     c = get(cid)
-                    todo.append((i, j, c, c.normalize(kw)))
+                    todo.append((i, j, c, kw if item.normalized else c.normalize(kw)))
     prepare((c, resps[i]) for i, _, c, _ in todo if c.prepare is not None)
     strict = {(i, j): c.judge(resps[i], kw, fixed) for i, j, c, kw in todo}  # (ok, reason)
     failed = [t for t in todo if not strict[t[0], t[1]][0]]
