@@ -76,6 +76,23 @@ def test_loose_variants_and_loose_ge_strict(tmp_path):
             assert i.loose >= i.strict
 
 
+def test_loose_variants_equal_the_references_split_and_join():
+    """Our slicing between the first and last newline gives the reference's variants (split on "\\n", join lines
+    1:, :-1 and 1:-1, strip, drop "*") on random text dense in newlines, asterisks and other whitespace."""
+    import random
+
+    def reference(response):
+        r = response.split("\n")
+        first, last, both = "\n".join(r[1:]).strip(), "\n".join(r[:-1]).strip(), "\n".join(r[1:-1]).strip()
+        return [response, response.replace("*", ""), first, last, both,
+                first.replace("*", ""), last.replace("*", ""), both.replace("*", "")]  # fmt: skip
+
+    rng = random.Random(3)
+    for _ in range(20000):
+        t = "".join(rng.choice("ab \n*\t\u00a0\r") for _ in range(rng.randint(0, 14)))
+        assert loose_variants(t) == reference(t), repr(t)
+
+
 def test_load_errors_name_file_line_and_key(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(PROMPTS[0]) + "\n{not json\n")

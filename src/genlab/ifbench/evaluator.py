@@ -43,10 +43,14 @@ VARIANT_NAMES = (
 
 def loose_variants(response: str) -> list[str]:
     """The reference's eight loose variants, in its order."""
-    r = response.split("\n")
-    first = "\n".join(r[1:]).strip()
-    last = "\n".join(r[:-1]).strip()
-    both = "\n".join(r[1:-1]).strip()
+    # the reference splits on "\n" and joins lines 1:, :-1 and 1:-1 again: the text after the first "\n", before
+    # the last one, and between them
+    a, b = response.find("\n"), response.rfind("\n")
+    first = response[a + 1 :].strip() if a >= 0 else ""
+    last = response[:b].strip() if b >= 0 else ""
+    both = response[a + 1 : b].strip() if a < b else ""
+    if "*" not in response:
+        return [response, response, first, last, both, first, last, both]
     return [
         response, response.replace("*", ""), first, last, both,
         first.replace("*", ""), last.replace("*", ""), both.replace("*", ""),
@@ -154,18 +158,19 @@ def _distinct_variants(response: str) -> list[tuple[str, str]]:
     seen = {response}
     out = []
     slices = {}  # variant that drops a line -> the text it is a slice of (sentence splitting can reuse its split)
-    for name, text, of in zip(VARIANT_NAMES[1:], variants[1:], _SLICE_OF):
+    for k in (1, 2, 3, 4, 5, 6, 7) if "*" in response else (2, 3, 4):  # without "*" the others are repeats
+        text = variants[k]
         if text not in seen and text.strip():
             seen.add(text)
-            out.append((name, text))
-            if of is not None:
-                slices[text] = variants[of]
+            out.append((VARIANT_NAMES[k], text))
+            if _SLICE_OF[k] is not None:
+                slices[text] = variants[_SLICE_OF[k]]
     nlp.note_substrings(slices)
     return out
 
 
-# for each loose variant after the first, the variant it is a slice of: the response (0) or its copy without "*" (1)
-_SLICE_OF = (None, 0, 0, 0, 1, 1, 1)
+# for each loose variant, the variant it is a slice of: the response (0) or its copy without "*" (1)
+_SLICE_OF = (None, None, 0, 0, 0, 1, 1, 1)
 
 
 def _worker(args: tuple[list[PromptItem], list[str | None], str]) -> list[PromptResult]:
