@@ -564,11 +564,16 @@ def _run_trial(draws: _Draws, texts: Any, pos: Any, weight: Any, mat: Any, scrat
 def _detect_batch(texts: list[str], stream: _Stream) -> list[str | None]:
     """The labels of ``texts``. The answer depends on a text only through its n-gram rows (the random stream is
     fixed), so texts with the same rows (a loose variant that only drops ``*`` next to a space, ...) are
-    detected once."""
+    detected once, also across batches (the rows of the last few thousand texts are remembered)."""
     parts = [_ngram_bytes(_prepare(t)) for t in texts]
-    distinct = list(dict.fromkeys(parts))
-    label = dict(zip(distinct, _detect_rows(distinct, stream)))
-    return [label[b] for b in parts]
+    todo = [b for b in dict.fromkeys(parts) if b not in _BY_ROWS]
+    if len(_BY_ROWS) + len(todo) > 4096:
+        _BY_ROWS.clear()
+    _BY_ROWS.update(zip(todo, _detect_rows(todo, stream)))
+    return [_BY_ROWS[b] for b in parts]
+
+
+_BY_ROWS: dict[bytes, str | None] = {}  # a text's n-gram rows -> its label
 
 
 def _detect_rows(parts: list[bytes], stream: _Stream) -> list[str | None]:
@@ -657,6 +662,7 @@ def clear_cache() -> None:
     _EXPECTED.clear()
     _WORD_ROWS.clear()
     _WORD_END_ROWS.clear()
+    _BY_ROWS.clear()
 
 
 def detect(text: str) -> str:
