@@ -59,12 +59,15 @@ For the first two sets it reports
 
 One JSON summary is printed at the end (``--out FILE`` also writes it).
 
-Last results (2026-12-02, 2-core machine, load average 0.2-0.9, Python 3.11.7, nltk 3.9.2, emoji 2.15.0, syllapy
+Last results (2026-12-04, 2-core machine, load average 0.9-1.0, Python 3.11.7, nltk 3.9.2, emoji 2.15.0, syllapy
 0.8.0; official ``ifbench/instructions.py`` at db69a6f, genlab ``semantics="reference"``): synthetic 2,752 of 2,752
-variant checks and 344 of 344 instructions (strict and loose) agree; hard (46 rounds, 1,502 distinct id/text pairs,
-both official outcomes seen for all 58 ids) 126,592 of 126,592 and 15,824 of 15,824; official tests 172 of 172
-calls. Warm strict+loose on the synthetic set: official 0.65 s CPU, genlab 0.070 s CPU (9.2x). Against the
-stored root ``instructions.py`` at 1d62c1d (which adds PR #34's six fixes) the differences are exactly those six ids.
+variant checks and 344 of 344 instructions (strict and loose) agree; hard (46 rounds, both official outcomes seen for
+all 58 ids) 126,592 of 126,592 and 15,824 of 15,824; official tests 174 of 174 calls. With ``--prompts`` on the
+IFEval file every difference is ``keywords:letter_frequency`` for a non-letter ``letter`` (the official code draws a
+random letter then: 4 and 78 variant checks in that run, a different count each run). ``--timing --reps 15``, three
+invocations: IFBench 21.2x, 21.2x, 21.1x (official 0.53-0.56 s, genlab 0.025-0.027 s CPU), IFEval 20.0x, 20.0x,
+20.5x (0.78-0.87 s, 0.039-0.043 s). Against the stored root ``instructions.py`` at 1d62c1d (which adds PR #34's six
+fixes) the differences are exactly those six ids.
 """
 
 from __future__ import annotations
