@@ -180,9 +180,9 @@ def _worker(args: tuple[list[PromptItem], list[str | None], str]) -> list[Prompt
     todo = []  # (prompt, instruction, constraint, normalised kwargs) of every instruction with a response
     for i, (item, response) in enumerate(zip(items, resps)):
         if response is not None and response.strip():
-            for j, (cid, kw) in enumerate(zip(item.instruction_id_list, item.kwargs)):
+            for j, cid in enumerate(item.instruction_id_list):
                 if j not in item.unknown:
-                    c = get(cid)
+                    c, kw = get(cid), item.kwargs[j]
                     todo.append((i, j, c, kw if item.normalized else c.normalize(kw)))
     prepare((c, resps[i]) for i, _, c, _ in todo if c.prepare is not None)
     strict = {(i, j): c.judge(resps[i], kw, fixed) for i, j, c, kw in todo}  # (ok, reason)

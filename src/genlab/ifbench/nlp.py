@@ -492,10 +492,9 @@ def _spans_from_parent(tok: Any, text: str) -> tuple[str, int, list[tuple[int, i
     if pspans is None or not text:
         return None
     lo = parent.find(text)
-    hi = lo + len(text)
-    ws = string.whitespace
     if lo < 0:
         return None
+    hi, ws = lo + len(text), string.whitespace
     if not (hi == len(parent) or parent[hi].isspace()):
         return None
     if lo and (lo < 2 or parent[lo - 1] not in ws or text[0] in ws):
