@@ -493,11 +493,6 @@ def test_random_stream_matches_python_random():
 
 def test_ngram_rows_equal_langdetect_extraction():
     import random
-    import types
-
-    from langdetect.detector import Detector
-
-    from genlab.ifbench import langid
 
     rng = random.Random(0)
     alphabet = "aAbBzZ  ..,,\n\t1ÀéßİıŞș ț日本語カタカナひらがな한국어ثبتپی Ấ ẠxX--"
@@ -505,13 +500,7 @@ def test_ngram_rows_equal_langdetect_extraction():
     ascii_soup = "aAbBzZ  ..,,\n\t1@:/_[]^`~xX--http"
     texts += ["".join(rng.choice(ascii_soup) for _ in range(rng.randint(0, 60))) for _ in range(300)]
     texts += ["ABC DEF gHI jKL MNo pQ R", "Hello World. THIS is IT!", "", "see https://x.org/a?b=1 or me@ex.com  now"]
-    profiles = langid._profiles()
-    for t in texts:
-        d = Detector(types.SimpleNamespace(word_lang_prob_map=_Everything(), langlist=[], seed=0))
-        d.append(t)
-        d.cleaning_text()
-        # every n-gram langdetect visits, in order, kept when a profile has it (its _extract_ngrams filter)
-        assert langid._ngram_rows(langid._prepare(t)) == profiles.rows(d._extract_ngrams()), t
+    _assert_ngrams_are_langdetects(texts)
 
 
 def test_ngram_rows_equal_langdetect_extraction_at_the_shortcuts():
@@ -519,11 +508,6 @@ def test_ngram_rows_equal_langdetect_extraction_at_the_shortcuts():
     when one is present), texts near langdetect's "non-Latin majority" rule (2 x [A-z] vs characters from
     U+0300, with Latin-1 and Latin Extended letters that count as neither), runs of spaces, and capitals."""
     import random
-    import types
-
-    from langdetect.detector import Detector
-
-    from genlab.ifbench import langid
 
     rng = random.Random(3)
     pieces = ["a", "B", "z", "e\u0301", "o\u0323", "A\u0300", "\u0303", "\u0309", "é", "ß", "Ş", "ț", "ǅ", "ɐ",
@@ -531,6 +515,18 @@ def test_ngram_rows_equal_langdetect_extraction_at_the_shortcuts():
     texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(600)]
     texts += ["Tie\u0302\u0301ng Vie\u0323\u0302t co\u0301 da\u0302\u0301u", "ab" + "ж" * 4, "ab" + "ж" * 5]
     texts += ["ab" + "é" * 9, "ab  " + "ж" * 5]
+    _assert_ngrams_are_langdetects(texts)
+
+
+def _assert_ngrams_are_langdetects(texts):
+    """Every n-gram langdetect visits in each text, in order, kept when a profile has it (its _extract_ngrams
+    filter), is what langid's preparation and n-gram rows give."""
+    import types
+
+    from langdetect.detector import Detector
+
+    from genlab.ifbench import langid
+
     profiles = langid._profiles()
     for t in texts:
         d = Detector(types.SimpleNamespace(word_lang_prob_map=_Everything(), langlist=[], seed=0))
