@@ -11,6 +11,7 @@ import json
 import os
 import re
 import string
+from collections.abc import Iterable
 
 from genlab.ifbench import nlp
 from genlab.ifbench.constraints.helpers import PUNCT, STRIP_CHARS, strip_punctuation
@@ -26,10 +27,15 @@ _QUOTE = re.compile("[\"']")
     describe=lambda kw: "Nest brackets — (round, [square, {curly}]) — at least five levels deep somewhere.",
 )
 def _parentheses(t, kw, fixed):
+    return _bracket_nesting(_BRACKET.findall(t))  # (every other character leaves the state as it is)
+
+
+def _bracket_nesting(chars: Iterable[str]) -> tuple[bool, str]:
+    """The reference's walk over the characters: a closed group nested 5 deep?"""
     stack: list[str] = []
     depth = 0
     pairs = {")": "(", "]": "[", "}": "{"}
-    for ch in _BRACKET.findall(t):  # (every other character leaves the state as it is)
+    for ch in chars:
         if ch in "([{":
             stack.append(ch)
             depth = max(depth, len(stack))
@@ -51,9 +57,15 @@ def _parentheses(t, kw, fixed):
     ),
 )
 def _quotes(t, kw, fixed):
+    # (the stack holds only quotes, so every other character leaves the state as it is)
+    return _quote_nesting(_QUOTE.findall(t))
+
+
+def _quote_nesting(chars: Iterable[str]) -> tuple[bool, str]:
+    """The reference's walk over the characters: quotes nested 3 levels, alternating?"""
     stack: list[str] = []
     reached = cur = 0
-    for ch in _QUOTE.findall(t):  # (the stack holds only quotes, so every other character leaves the state as it is)
+    for ch in chars:
         if stack and ch == stack[-1]:
             stack.pop()
             cur -= 1
