@@ -45,7 +45,6 @@ import random
 import re
 import sqlite3
 import sys
-from array import array
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -174,16 +173,15 @@ class _Profiles:
             self.langlist, self._fetch = _sqlite_source()
         except Exception:  # not built yet, read-only home, broken cache, ...: langdetect's JSON profiles
             self.langlist, self._fetch = _json_source()
-        self.row: dict[str, int] = {}  # n-gram -> row of self.mat, or -1 when no profile has it
         self.packed: dict[str, bytes] = {}  # n-gram -> its row as int64 bytes, or b"" when no profile has it
         self.mat = np.empty((4096, len(self.langlist)))
         self.n = 0
 
     def add(self, grams: list[str]) -> None:
-        """Look up the n-grams not seen yet (one query): each gets its row, or -1 when no profile has it."""
+        """Look up the n-grams not seen yet (one query): each gets its row, or b"" when no profile has it."""
         import numpy as np
 
-        new = [g for g in dict.fromkeys(grams) if g not in self.row]
+        new = [g for g in dict.fromkeys(grams) if g not in self.packed]
         if new:
             found = self._fetch(new)
             if self.n + len(found) > len(self.mat):
@@ -193,20 +191,11 @@ class _Profiles:
             for g in new:
                 v = found.get(g)
                 if v is None:
-                    self.row[g] = -1
                     self.packed[g] = b""
                 else:
                     self.mat[self.n] = v
-                    self.row[g] = self.n
                     self.packed[g] = self.n.to_bytes(8, sys.byteorder)
                     self.n += 1
-
-    def rows(self, grams: list[str]) -> list[int]:
-        """Row indices of the n-grams that have a profile entry, in order (the others are dropped, as in
-        langdetect's ``_extract_ngrams``)."""
-        self.add(grams)
-        row = self.row
-        return [r for r in (row[g] for g in grams) if r >= 0]
 
 
 @functools.lru_cache(maxsize=1)
@@ -226,7 +215,6 @@ _NOT_LATIN_BYTES = bytes(b for b in range(256) if not 0x41 <= b <= 0x7A)  # all 
 # space follows it, and when it ends the text. The two maps always hold the same words.
 _WORD_ROWS: dict[str, bytes] = {}
 _WORD_END_ROWS: dict[str, bytes] = {}
-_ROW_TYPE = "q"  # array.array's typecode for int64, numpy's dtype of the rows
 
 
 def _prepare(text: str) -> str:
@@ -327,11 +315,6 @@ def _joined(words: list[str]) -> bytes:
     if len(words) > 1:
         return b"".join(operator.itemgetter(*words)(_WORD_ROWS))
     return _WORD_ROWS[words[0]] if words else b""
-
-
-def _ngram_rows(text: str) -> list[int]:
-    """Profile rows of the n-grams langdetect extracts from ``text`` (prepared), in its order."""
-    return array(_ROW_TYPE, _ngram_bytes(text)).tolist()
 
 
 def _add_words(words: Iterable[str]) -> None:
