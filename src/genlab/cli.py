@@ -117,7 +117,7 @@ def _print_summary(results: list[Any]) -> None:
 
     from rich.table import Table
 
-    from genlab.harness.claims import EMPIRICAL, IDENTITY, combine_verdicts
+    from genlab.harness.claims import EMPIRICAL, IDENTITY, combine_claims
     from genlab.harness.study import all_studies
 
     by_study: dict[tuple[str, str], list[Any]] = defaultdict(list)
@@ -133,11 +133,9 @@ def _print_summary(results: list[Any]) -> None:
             continue
         cls = all_studies()[study]
         counts = {EMPIRICAL: defaultdict(int), IDENTITY: defaultdict(int)}
-        for claim in cls.claims:
-            per_seed = [v for m in members for v in m.verdicts if v.key == claim.key]
-            if per_seed:
-                combined = combine_verdicts(per_seed, claim.reducer)
-                counts[combined.kind][combined.verdict] += 1
+        per_key = [[v for m in members for v in m.verdicts if v.key == claim.key] for claim in cls.claims]
+        for combined in combine_claims([seeded for seeded in per_key if seeded]):
+            counts[combined.kind][combined.verdict] += 1
         e, i = counts[EMPIRICAL], counts[IDENTITY]
         identities = f"{i['reproduced']}/{sum(i.values())}" if i else "-"
         wall = sum(m.wall_time for m in members)
@@ -238,10 +236,10 @@ def show_cmd(
         )  # fmt: skip
     con.print(cfg)
     claims = Table(title="claims (text at quick; thresholds are config keys)")
-    for col in ("key", "kind", "reducer", "claim", "thresholds"):
+    for col in ("key", "kind", "claim", "thresholds"):
         claims.add_column(col, overflow="fold")
     for c in info["claims"]:
-        claims.add_row(c["key"], c["kind"], _esc(c["reducer"]), _esc(c["text"]), _esc(", ".join(c["thresholds"])))
+        claims.add_row(c["key"], c["kind"], _esc(c["text"]), _esc(", ".join(c["thresholds"])))
     con.print(claims)
     if info["metrics"]:
         con.print(f"metrics (from {_esc(info['metrics_from'])}): " + _esc(", ".join(info["metrics"])))

@@ -1,9 +1,10 @@
-"""Claims: keys, kinds, texts formatted from the config, the error verdict, seed reducers, recheck."""
+"""Claims: keys, kinds, texts formatted from the config, the error verdict, combining runs, recheck."""
 
 from dataclasses import dataclass
 
 import pytest
 
+from genlab.harness import decide
 from genlab.harness.claims import (
     ERROR,
     IDENTITY,
@@ -11,9 +12,7 @@ from genlab.harness.claims import (
     NOT_REPRODUCED,
     REPRODUCED,
     Claim,
-    MeanSE,
     Verdict,
-    by_seeds,
     combine_verdicts,
     evidence,
     fmt_number,
@@ -27,7 +26,7 @@ class Cfg:
 
 
 def test_check_gets_the_config_and_the_text_is_formatted_from_it():
-    claim = Claim("x-above", "{name} exceeds {threshold:.2f}", lambda m, cfg: m["x"] > cfg.threshold)
+    claim = Claim("x-above", "{name} exceeds {threshold:.2f}", lambda m, cfg: decide.exact(m["x"], above=cfg.threshold))
     low, high = Cfg(threshold=2.0), Cfg(threshold=0.5)
     assert claim.evaluate({"x": 1.0}, low).verdict == NOT_REPRODUCED
     v = claim.evaluate({"x": 1.0}, high)
@@ -48,33 +47,18 @@ def test_claim_declares_key_and_kind():
         Claim("Bad Key", "t", lambda m, cfg: True)
     with pytest.raises(ValueError):
         Claim("k", "t", lambda m, cfg: True, kind="proof")
-    with pytest.raises(ValueError):
-        Claim("k", "t", lambda m, cfg: True, reducer="bogus")
 
 
 def _v(verdict, **numbers):
     return Verdict("k", "t", verdict, numbers)
 
 
-def test_reducers_over_seeds():
+def test_identities_over_runs_must_all_hold():
     r, n, i = _v(REPRODUCED), _v(NOT_REPRODUCED), _v(INCONCLUSIVE)
     assert combine_verdicts([r, r]).verdict == REPRODUCED
-    assert combine_verdicts([r, n]).verdict == INCONCLUSIVE
-    assert combine_verdicts([r, r, n], "majority").verdict == REPRODUCED
-    assert combine_verdicts([r, n, i], "majority").verdict == INCONCLUSIVE
+    assert combine_verdicts([n, n]).verdict == NOT_REPRODUCED
+    assert combine_verdicts([r, n]).verdict == INCONCLUSIVE and combine_verdicts([r, i]).verdict == INCONCLUSIVE
     assert combine_verdicts([r, _v(ERROR)]).verdict == ERROR  # an error is never outvoted
-    gains = [_v(REPRODUCED, gain=g) for g in (0.10, 0.12, 0.11)]
-    assert combine_verdicts(gains, MeanSE("gain", 0.05)).verdict == REPRODUCED
-    assert combine_verdicts(gains, MeanSE("gain", 0.2)).verdict == NOT_REPRODUCED
-    noisy = [_v(REPRODUCED, gain=g) for g in (-0.5, 0.6, 0.1)]
-    assert combine_verdicts(noisy, MeanSE("gain", 0.0)).verdict == INCONCLUSIVE
-
-
-def test_by_seeds_uses_the_same_reducers():
-    assert by_seeds([True, True]).held is True and by_seeds([False, False]).held is False
-    mixed = by_seeds([True, False, True], gap=0.1)
-    assert mixed.held is None and mixed.numbers == {"seeds_held": "2/3", "gap": 0.1}
-    assert by_seeds([True, False, True], reducer="majority").held is True
 
 
 def test_verdicts_round_trip_and_legacy_runs_get_a_key():

@@ -100,13 +100,13 @@ def test_version_and_show(capsys):
 
 
 def test_sweep_tabulates_claims_by_default_and_rejects_unknown_metrics(tmp_path, capsys):
-    args = ["sweep", "toy-mean", "-p", "smoke", "--grid", "n=20,40", "--seeds", "2", "--backend", "serial"]
+    args = ["sweep", "toy-mean", "-p", "smoke", "--grid", "n=20,40", "--seeds", "5", "--backend", "serial"]
     code, out, err = run_cli(capsys, *args, "--root", str(tmp_path), "--json")
     payload = json.loads(out)
     assert code == 0 and payload["columns"] == ["claim:mean-close", "claim:mean-negative"]
-    assert all(r["claim:mean-close"].startswith("reproduced (2/2)") for r in payload["rows"])
+    assert all(r["claim:mean-close"].startswith("reproduced (5/5)") for r in payload["rows"])
     code, out, _ = run_cli(capsys, *args, "--metric", "claim:mean-close/err", "--root", str(tmp_path), "--json")
-    assert code == 0 and all(r["claim:mean-close/err"][2] == 2 for r in json.loads(out)["rows"])
+    assert code == 0 and all(r["claim:mean-close/err"][2] == 5 for r in json.loads(out)["rows"])
     code, _, err = run_cli(capsys, *args, "--metric", "mean_typo", "--root", str(tmp_path))
     assert code == 2 and "unknown --metric 'mean_typo'" in err and "mean" in err
     code, _, err = run_cli(capsys, *args, "--root", str(tmp_path))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from genlab.harness.claims import NOT_REPRODUCED, REPRODUCED, by_seeds
+from genlab.harness.claims import NOT_REPRODUCED, REPRODUCED
 from genlab.harness.runner import RunSpec, execute, run_many, run_study
 from genlab.harness.store import finished_runs, is_finished
 
@@ -155,6 +155,3 @@ def test_studies_run_their_own_jobs_serially_inside_runner_workers(tmp_path, mon
     assert ctx.processes(4) == 1
 
 
-def test_by_seeds_treats_an_undecidable_seed_as_inconclusive():
-    assert by_seeds([True, None]).held is None and by_seeds([True, None]).numbers == {"seeds_held": "1/2"}
-    assert by_seeds([1, True]).held is True

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genlab.harness import Claim, Paper, Study, evidence, register
+from genlab.harness import Claim, Paper, Study, decide, register
 
 
 @register
@@ -37,11 +37,11 @@ class ToyMean(Study):
         Claim(
             "mean-close",
             "the sample mean is within {tolerance}/sqrt(n) of mu",
-            lambda m, cfg: evidence(
-                abs(m["mean"] - cfg.mu) < cfg.tolerance / np.sqrt(cfg.n), err=abs(m["mean"] - cfg.mu)
+            lambda m, cfg: decide.exact(
+                cfg.tolerance / np.sqrt(cfg.n) - abs(m["mean"] - cfg.mu), above=0.0, err=abs(m["mean"] - cfg.mu)
             ),
         ),
-        Claim("mean-negative", "the estimate is negative", lambda m, cfg: m["mean"] < 0),
+        Claim("mean-negative", "the estimate is negative", lambda m, cfg: decide.exact(m["mean"], below=0.0)),
     ]
 
     def run(self, cfg, ctx):

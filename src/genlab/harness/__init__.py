@@ -1,5 +1,6 @@
 """The engine: Study API, registry, configs, run context, result store, runners, claims and report."""
 
+from genlab.harness import decision as decide
 from genlab.harness.claims import (
     EMPIRICAL,
     ERROR,
@@ -9,8 +10,6 @@ from genlab.harness.claims import (
     REPRODUCED,
     Claim,
     Evidence,
-    Majority,
-    MeanSE,
     by_seeds,
     evidence,
 )
@@ -30,8 +29,6 @@ __all__ = [
     "ConfigError",
     "Evidence",
     "GenlabError",
-    "Majority",
-    "MeanSE",
     "Paper",
     "Range",
     "RunContext",
@@ -40,6 +37,7 @@ __all__ = [
     "UnknownStudyError",
     "all_studies",
     "by_seeds",
+    "decide",
     "evidence",
     "get_study",
     "register",

@@ -3,15 +3,21 @@
 A :class:`Claim` has a stable ``key`` (runs are matched by it, never by list position), a ``kind``
 (``empirical``: a measured outcome that could have come out either way; ``identity``: a check that our own
 transcription of a formula or construction holds), a ``text`` formatted from the config, and a
-``check(metrics, cfg)`` returning a bool or an :class:`Evidence` (``held`` True / False / None for
-inconclusive, plus the numbers behind the verdict). Thresholds live in the config, so ``--set`` changes the
-check and the text together.
+``check(metrics, cfg)``. Thresholds and margins live in the config, so ``--set`` changes the check and the text
+together.
 
-A check that raises is a bug, not scientific uncertainty: its verdict is ``error``.
+An empirical check returns the evidence of one of :mod:`genlab.harness.decision`'s tests (``decide.paired``,
+``decide.mean``, ``decide.proportion``, ...): the verdict follows from that test (its CI against the declared
+margin, Holm's correction over the study's empirical claims, at least 5 units), never from a rule of the check's
+own. A check may withhold a decision (``ev.withheld("no headroom")``: inconclusive, test still recorded) or
+return ``evidence(None, note)`` when there is nothing to test. An identity check returns a bool or
+``evidence(held, **numbers)``.
 
-Seeds are combined by one named :class:`Reducer` per claim (``unanimous`` by default, ``majority``, or
-:class:`MeanSE` on a number the check reports); the same reducers combine a study's internal repeats
-(:func:`by_seeds`), the ``--seeds`` runs in the report, ``genlab list`` and ``genlab sweep``.
+A check that raises is a bug, not scientific uncertainty: its verdict is ``error``, and so is an empirical
+claim decided without a test.
+
+The runs of ``--seeds N`` are combined per claim key (:func:`combine_claims`): empirical claims by pooling the
+units of their tests and testing again, identities by unanimity (all must hold).
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ import re
 import string
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any, Literal
+
+from genlab.harness.decision import ClaimTest, apply_holm, pool
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -40,103 +48,36 @@ Kind = Literal["empirical", "identity"]
 
 @dataclass(frozen=True)
 class Evidence:
-    """What a claim check saw: ``held`` (None = inconclusive) and the numbers it was decided on."""
+    """What a claim check saw: ``held`` (None = inconclusive), the numbers it was decided on, and for an
+    empirical claim the :class:`~genlab.harness.decision.ClaimTest` the verdict follows from."""
 
     held: bool | None
     numbers: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    test: ClaimTest | None = None
+
+    def withheld(self, reason: str) -> Evidence:
+        """The same test, its decision withheld (a failed precondition): inconclusive, with the reason."""
+        if self.test is None:
+            return Evidence(None, self.numbers, "; ".join(n for n in (reason, self.note) if n))
+        return Evidence(None, self.numbers, "; ".join(n for n in (reason, self.note) if n),
+                        replace(self.test, gate=reason))  # fmt: skip
+
+    def with_numbers(self, **numbers: Any) -> Evidence:
+        return replace(self, numbers={**self.numbers, **{k: _plain(v) for k, v in numbers.items()}})
 
 
 def evidence(held: bool | None, note: str = "", **numbers: Any) -> Evidence:
-    """Shorthand: ``evidence(r > cfg.r_min, r=r)``. numpy scalars are converted to plain Python."""
+    """Evidence without a test: an identity's outcome, or ``evidence(None, note)`` when nothing can be tested.
+    numpy scalars are converted to plain Python."""
     return Evidence(None if held is None else bool(held), {k: _plain(v) for k, v in numbers.items()}, note)
 
 
-# -- seed reducers -------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Unanimous:
-    """All seeds held -> held; all failed -> failed; anything else (mixed, undecidable, none) -> inconclusive."""
-
-    name: str = "unanimous"
-
-    def decide(self, helds: Sequence[bool | None], numbers: Sequence[Mapping[str, Any]] = ()) -> Evidence:
-        return evidence(_unanimous(helds), seeds_held=_tally(helds))
-
-
-@dataclass(frozen=True)
-class Majority:
-    """More than half of all seeds held -> held; more than half failed -> failed; otherwise inconclusive."""
-
-    name: str = "majority"
-
-    def decide(self, helds: Sequence[bool | None], numbers: Sequence[Mapping[str, Any]] = ()) -> Evidence:
-        n_true, n_false, n = sum(h is True for h in helds), sum(h is False for h in helds), len(helds)
-        held = True if n_true * 2 > n else False if n_false * 2 > n else None
-        return evidence(held, seeds_held=_tally(helds))
-
-
-@dataclass(frozen=True)
-class MeanSE:
-    """Decide on the mean ± ``z`` standard errors over seeds of the number ``number`` each check reports:
-    held when the whole interval lies on the claimed side of ``threshold`` (``direction`` ">" or "<"),
-    failed when it lies wholly on the other side, inconclusive when it straddles it (or n < 2)."""
-
-    number: str
-    threshold: float = 0.0
-    direction: Literal[">", "<"] = ">"
-    z: float = 2.0
-
-    @property
-    def name(self) -> str:
-        return f"mean ± {self.z:g} s.e. of {self.number} {self.direction} {self.threshold:g}"
-
-    def decide(self, helds: Sequence[bool | None], numbers: Sequence[Mapping[str, Any]] = ()) -> Evidence:
-        values = [float(n[self.number]) for n in numbers if _is_number(n.get(self.number))]
-        if len(values) < 2:
-            return evidence(None, note=f"{self.number} reported by {len(values)} seed(s); need 2", n=len(values))
-        mean = sum(values) / len(values)
-        se = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1) / len(values))
-        sign = 1.0 if self.direction == ">" else -1.0
-        lo, hi = sign * (mean - self.threshold) - self.z * se, sign * (mean - self.threshold) + self.z * se
-        held = True if lo > 0 else False if hi < 0 else None
-        return evidence(held, **{f"{self.number}_mean": mean, f"{self.number}_se": se, "n": len(values)})
-
-
-Reducer = Unanimous | Majority | MeanSE
-UNANIMOUS = Unanimous()
-MAJORITY = Majority()
-REDUCERS: dict[str, Reducer] = {"unanimous": UNANIMOUS, "majority": MAJORITY}
-
-
-def get_reducer(reducer: str | Reducer) -> Reducer:
-    if isinstance(reducer, str):
-        if reducer not in REDUCERS:
-            raise ValueError(f"unknown seed reducer {reducer!r}; known: {', '.join(REDUCERS)} or MeanSE(...)")
-        return REDUCERS[reducer]
-    return reducer
-
-
-def by_seeds(
-    held_per_seed: Sequence[bool | None], note: str = "", reducer: str | Reducer = "unanimous", **numbers: Any
-) -> Evidence:
-    """A verdict over a study's internal repeats, combined by a named reducer (unanimous by default)."""
+def by_seeds(held_per_seed: Sequence[bool | None], note: str = "", **numbers: Any) -> Evidence:
+    """Deprecated: an identity held on every internal repeat. Empirical claims use genlab.harness.decision."""
     helds = [None if h is None else bool(h) for h in held_per_seed]
-    decided = get_reducer(reducer).decide(helds, [numbers])
-    return evidence(decided.held, note or decided.note, **decided.numbers, **numbers)
-
-
-def _unanimous(helds: Sequence[bool | None]) -> bool | None:
-    if helds and all(h is True for h in helds):
-        return True
-    if helds and all(h is False for h in helds):
-        return False
-    return None
-
-
-def _tally(helds: Sequence[bool | None]) -> str:
-    return f"{sum(h is True for h in helds)}/{len(helds)}"
+    held = all(h is True for h in helds) if helds and None not in helds and len(set(helds)) == 1 else None
+    return evidence(held, note, **numbers)
 
 
 # -- claims and verdicts -------------------------------------------------------------------------------------
@@ -146,20 +87,18 @@ _KEY = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of a paper: ``check(metrics, cfg) -> bool | Evidence``, decided over seeds by ``reducer``."""
+    """One claim of a paper: ``check(metrics, cfg) -> Evidence`` (a bool for an identity)."""
 
     key: str
     text: str
     check: Callable[[Mapping[str, Any], Any], bool | Evidence]
     kind: Kind = EMPIRICAL
-    reducer: str | Reducer = "unanimous"
 
     def __post_init__(self) -> None:
         if not _KEY.match(self.key):
             raise ValueError(f"claim key {self.key!r} must be lower-case words joined by '-'")
         if self.kind not in KINDS:
             raise ValueError(f"claim {self.key!r}: kind must be one of {KINDS}, got {self.kind!r}")
-        get_reducer(self.reducer)
 
     def text_for(self, cfg: Any) -> str:
         """The claim's text with ``{field}`` placeholders filled from the config."""
@@ -170,6 +109,7 @@ class Claim:
         return [name.split(".")[0].split("[")[0] for _, name, _, _ in string.Formatter().parse(self.text) if name]
 
     def evaluate(self, metrics: Mapping[str, Any], cfg: Any = None) -> Verdict:
+        """This claim's verdict on one run, before Holm's correction over the study (see :func:`finalize`)."""
         text = self.text_for(cfg) if cfg is not None else self.text
         try:
             result = self.check(metrics, cfg)
@@ -179,12 +119,15 @@ class Claim:
             where = traceback.extract_tb(exc.__traceback__)[-1]
             note = f"the check raised {type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})"
             return Verdict(self.key, text, ERROR, {}, note, self.kind)
-        name = INCONCLUSIVE if result.held is None else REPRODUCED if result.held else NOT_REPRODUCED
-        return Verdict(self.key, text, name, result.numbers, result.note, self.kind)
-
-    def combine(self, verdicts: Sequence[Verdict]) -> Verdict:
-        """One verdict over seeds by this claim's reducer; any seed in error makes the whole an error."""
-        return combine_verdicts(verdicts, self.reducer)
+        if self.kind == EMPIRICAL and result.test is None and result.held is not None:
+            note = "an empirical claim was decided without a test (the decision rule: genlab.harness.decision)"
+            return Verdict(self.key, text, ERROR, result.numbers, note, self.kind)
+        test = result.test
+        if test is None:
+            return Verdict(self.key, text, _name(result.held), result.numbers, result.note, self.kind)
+        if result.held is None and test.held is not None:  # the check withheld a decision its test would make
+            test = replace(test, gate=result.note or "the check withheld the decision")
+        return Verdict(self.key, text, _name(test.held), result.numbers, result.note, self.kind, test)
 
 
 @dataclass(frozen=True)
@@ -195,13 +138,14 @@ class Verdict:
     numbers: dict[str, Any]
     note: str = ""
     kind: Kind = EMPIRICAL
+    test: ClaimTest | None = None
 
     @property
     def held(self) -> bool | None:
         return {REPRODUCED: True, NOT_REPRODUCED: False}.get(self.verdict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "key": self.key,
             "kind": self.kind,
             "claim": self.claim,
@@ -209,38 +153,86 @@ class Verdict:
             "numbers": self.numbers,
             "note": self.note,
         }
+        if self.test is not None:
+            out["test"] = self.test.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Verdict:
         """Read a stored verdict; runs written before claims had keys get a key made from their text."""
-        if d.get("verdict") not in VERDICTS or not isinstance(d.get("claim"), str):
-            raise ValueError(f"not a stored verdict: {dict(d)!r:.120}")
+        if not isinstance(d, Mapping) or d.get("verdict") not in VERDICTS or not isinstance(d.get("claim"), str):
+            raise ValueError(f"not a stored verdict: {d!r:.120}")
+        numbers = d.get("numbers") or {}
+        if not isinstance(numbers, Mapping):
+            raise ValueError(f"not a stored verdict (numbers): {d!r:.120}")
+        test = d.get("test")
         return cls(
             str(d.get("key") or slug(d["claim"])),
             d["claim"],
             d["verdict"],
-            dict(d.get("numbers") or {}),
+            dict(numbers),
             str(d.get("note", "")),
             d.get("kind", EMPIRICAL) if d.get("kind") in KINDS else EMPIRICAL,
+            None if test is None else ClaimTest.from_dict(test if isinstance(test, Mapping) else {}),
         )
 
     def numbers_text(self, digits: int = 3) -> str:
         return ", ".join(f"{k}={fmt_number(v, digits)}" for k, v in self.numbers.items())
 
 
-def combine_verdicts(verdicts: Sequence[Verdict], reducer: str | Reducer = "unanimous") -> Verdict:
-    """Combine one claim's verdicts over seeds (all share its key)."""
+def finalize(verdicts: Sequence[Verdict]) -> list[Verdict]:
+    """Holm's correction over a study's empirical claims: a claim whose CI lies on the claimed side but whose
+    Holm-adjusted p exceeds alpha becomes inconclusive. Every empirical test records its ``p_holm``."""
+    tests = [v.test if v.kind == EMPIRICAL and v.verdict != ERROR else None for v in verdicts]
+    adjusted = apply_holm(tests)
+    out = []
+    for v, test in zip(verdicts, adjusted, strict=True):
+        if test is None:
+            out.append(v)
+            continue
+        name, note = _name(test.held), v.note
+        if test.held is None and (why := test.why_undecided) and why not in note:
+            note = "; ".join(n for n in (why, note) if n)
+        out.append(replace(v, verdict=name, test=test, note=note))
+    return out
+
+
+def combine_claims(per_key: Sequence[Sequence[Verdict]]) -> list[Verdict]:
+    """One verdict per claim over the runs of several seeds (each inner list: one claim key, one verdict per
+    run), then Holm's correction over the study's combined empirical claims."""
+    return finalize([combine_verdicts(v) for v in per_key])
+
+
+def combine_verdicts(verdicts: Sequence[Verdict]) -> Verdict:
+    """Combine one claim's verdicts over runs (all share its key): any run in error makes an error; empirical
+    tests are pooled (their units tested again); identities and tests-less verdicts must agree."""
     if not verdicts:
         raise ValueError("no verdicts to combine")
     first = verdicts[0]
     errors = [v for v in verdicts if v.verdict == ERROR]
     if errors:
-        return Verdict(first.key, first.claim, ERROR, {"seeds_in_error": len(errors)}, errors[0].note, first.kind)
+        return Verdict(first.key, first.claim, ERROR, {"runs_in_error": len(errors)}, errors[0].note, first.kind)
     if len(verdicts) == 1:
-        return first
-    decided = get_reducer(reducer).decide([v.held for v in verdicts], [v.numbers for v in verdicts])
-    name = INCONCLUSIVE if decided.held is None else REPRODUCED if decided.held else NOT_REPRODUCED
-    return Verdict(first.key, first.claim, name, decided.numbers, decided.note, first.kind)
+        return replace(first, test=None if first.test is None else replace(first.test, p_holm=None))
+    tests = [v.test for v in verdicts]
+    if first.kind == EMPIRICAL and all(t is not None for t in tests):
+        try:
+            pooled = pool(tests)  # type: ignore[arg-type]
+        except ValueError as exc:
+            return Verdict(first.key, first.claim, INCONCLUSIVE, {}, str(exc), first.kind)
+        gates = sorted({t.gate for t in tests if t.gate})  # type: ignore[union-attr]
+        if gates:
+            pooled = replace(pooled, gate="; ".join(gates))
+        note = f"{len(verdicts)} runs pooled"
+        return Verdict(first.key, first.claim, _name(pooled.held), {}, note, first.kind, pooled)
+    helds = [v.held for v in verdicts]
+    held = True if all(h is True for h in helds) else False if all(h is False for h in helds) else None
+    note = f"{sum(h is True for h in helds)}/{len(helds)} runs held"
+    return Verdict(first.key, first.claim, _name(held), {}, note, first.kind)
+
+
+def _name(held: bool | None) -> VerdictName:
+    return INCONCLUSIVE if held is None else REPRODUCED if held else NOT_REPRODUCED
 
 
 def slug(text: str) -> str:
@@ -272,10 +264,6 @@ class _ConfigView(dict):
 
     def __missing__(self, key: str) -> Any:
         raise KeyError(f"claim text names {key!r}, which is not a config field")
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _plain(v: Any) -> Any:

@@ -1,5 +1,5 @@
 """What ``genlab show STUDY`` prints: config keys with types, defaults, preset values and allowed values; claims
-with their kind, reducer and the config keys that set their thresholds; metric names from the newest stored run."""
+with their kind and the config keys that set their thresholds; metric names from the newest stored run."""
 
 from __future__ import annotations
 
@@ -34,7 +34,6 @@ def describe(name: str, root: Path | str = "runs") -> dict[str, Any]:
         {
             "key": c.key,
             "kind": c.kind,
-            "reducer": c.reducer if isinstance(c.reducer, str) else c.reducer.name,
             "text": c.text_for(quick),
             "thresholds": [f"{f}={getattr(quick, f)}" for f in c.fields()],
         }

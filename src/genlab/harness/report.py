@@ -20,7 +20,7 @@ from genlab.harness.claims import (
     REPRODUCED,
     VERDICTS,
     Verdict,
-    combine_verdicts,
+    combine_claims,
 )
 from genlab.harness.io import atomic_write_bytes
 from genlab.harness.store import StoredRun, scan
@@ -67,21 +67,14 @@ def latest_groups(runs: list[StoredRun], presets: tuple[str, ...] | None = None)
 
 
 def group_verdicts(members: list[StoredRun]) -> list[tuple[Verdict, list[tuple[int, Verdict]]]]:
-    """One combined verdict per claim key over a group's seeds (matched by key, never by position), with the
-    per-seed verdicts; each claim is combined by its study's reducer (unanimous for unknown studies)."""
-    from genlab.harness.study import all_studies
-
-    study = all_studies().get(members[0].study)
+    """One combined verdict per claim key over a group's seeds (matched by key, never by position; empirical
+    tests pooled, Holm over the study), with the per-seed verdicts."""
     per_key: dict[str, list[tuple[int, Verdict]]] = {}
     for m in members:
         for v in m.verdicts:
             per_key.setdefault(v.key, []).append((m.seed, v))
-    out = []
-    for key, seeded in per_key.items():
-        claim = study.claim(key) if study else None
-        reducer = claim.reducer if claim else "unanimous"
-        out.append((combine_verdicts([v for _, v in seeded], reducer), seeded))
-    return out
+    combined = combine_claims([[v for _, v in seeded] for seeded in per_key.values()])
+    return list(zip(combined, per_key.values(), strict=True))
 
 
 def tally(groups: list[list[StoredRun]]) -> dict[str, dict[str, int]]:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from genlab.harness.claims import Claim, Verdict
+from genlab.harness.claims import Claim, Verdict, finalize
 from genlab.harness.config import build_config
 from genlab.harness.errors import ConfigError, UnknownStudyError
 
@@ -84,7 +84,8 @@ class Study:
 
     @classmethod
     def verdicts(cls, metrics: Mapping[str, Any], cfg: Any) -> list[Verdict]:
-        return [c.evaluate(metrics, cfg) for c in cls.claims]
+        """Each claim's verdict on one run, Holm-corrected over the study's empirical claims."""
+        return finalize([c.evaluate(metrics, cfg) for c in cls.claims])
 
     @classmethod
     def claim(cls, key: str) -> Claim | None:

@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from genlab.harness.claims import combine_verdicts
+from genlab.harness.claims import combine_claims
 from genlab.harness.config import field_types, parse_value
 from genlab.harness.errors import ConfigError
 from genlab.harness.io import flat_scalars
@@ -99,8 +99,9 @@ def _verdict_cell(study_cls: type, key: str, members: list[RunResult]) -> str:
     verdicts = [v for r in members for v in r.verdicts if v.key == key]
     if not verdicts:
         return "-"
-    claim = study_cls.claim(key)
-    combined = combine_verdicts(verdicts, claim.reducer if claim else "unanimous")
+    keys = list(dict.fromkeys(v.key for r in members for v in r.verdicts))
+    per_key = [[v for r in members for v in r.verdicts if v.key == k] for k in keys]
+    combined = dict(zip(keys, combine_claims(per_key), strict=True))[key]
     held = sum(v.verdict == "reproduced" for v in verdicts)
     return f"{combined.verdict} ({held}/{len(verdicts)})"
 
