@@ -271,10 +271,21 @@ def run_cmd(
     export(result, root, trackers)
     if as_json:
         print(json.dumps(_result_json(result), indent=2))
-        return
-    what = "already finished (use --force to rerun)" if result.skipped else f"finished in {result.wall_time:.1f} s"
-    _console(stderr=True).print(f"{_esc(study)} ({_esc(preset)}, seed {seed}) {what}: {_esc(result.run_dir)}")
-    _print_verdicts([result])
+    else:
+        what = "already finished (use --force to rerun)" if result.skipped else f"finished in {result.wall_time:.1f} s"
+        _console(stderr=True).print(f"{_esc(study)} ({_esc(preset)}, seed {seed}) {what}: {_esc(result.run_dir)}")
+        _print_verdicts([result])
+    _exit_on_errors([result])
+
+
+def _exit_on_errors(results: list[Any]) -> None:
+    """An `error` verdict is a bug in a check: everything is written, then the command exits 1 naming it."""
+    errors = [(r, v) for r in results for v in r.verdicts if v.verdict == "error"]
+    for r, v in errors:
+        _console(stderr=True).print(f"[bold red]error verdict[/] {_esc(r.study)} seed {r.seed} {_esc(v.key)}: "
+                                    f"{_esc(v.note)}")  # fmt: skip
+    if errors:
+        raise typer.Exit(1)
 
 
 def _run_with_progress(
@@ -353,6 +364,7 @@ def reproduce_cmd(
         _open(path)
     if failed:
         raise typer.Exit(1)
+    _exit_on_errors(results)
 
 
 @app.command("sweep")

@@ -21,9 +21,10 @@ def test_report_groups_seeds_and_keeps_latest_config(tmp_path):
     assert len(smoke) == 2 and smoke[0]["seeds"] == [0, 1] and "seed 1:" in smoke[0]["numbers"]
     path = write_report(tmp_path, presets=None)
     text = path.read_text()
-    assert text.count("<tr>") == 1 + len(rows) and "toy-mean" in text and "the sample mean" in text
+    assert text.count('<tr class="claim">') == len(rows) and "toy-mean" in text and "the sample mean" in text
+    assert text.count('<tr class="study">') == 2  # the overview: one row per study and preset
     quick_only = write_report(tmp_path).read_text()  # quick by default: smoke verdicts never reach the tally
-    assert quick_only.count("<tr>") == 1 + 2
+    assert quick_only.count('<tr class="claim">') == 2
     assert sum(tally(latest_groups(finished_runs(tmp_path), ("quick",)))["empirical"].values()) == 2
 
 
@@ -96,7 +97,7 @@ def test_report_structure_links_anchors_and_superseded_runs(tmp_path):
     assert page.stack == [] and len(page.ids) == len(set(page.ids))  # well nested, unique anchors
     assert "toy-mean--quick" in page.ids and "#toy-mean--quick" in page.hrefs
     assert "https://arxiv.org/abs/0000.00000" in page.hrefs  # each study section links its paper
-    assert "Superseded runs" in text and page.sortable == 2
+    assert "Superseded runs" in text and page.sortable == 3  # overview, the study's claims, superseded runs
     assert "Other presets in the store: smoke" in text and "the sample mean" in text  # the caption
 
 
@@ -115,3 +116,32 @@ def test_report_renders_and_sorts_in_a_headless_browser(tmp_path):
     ).stdout
     assert 'data-sortable="ready"' in dom  # the inline script ran without errors
     assert dom.count("<img") >= 1 and "toy-mean--quick" in dom
+
+
+def test_report_shows_each_claims_test_and_a_forest_plot(tmp_path):
+    run_study("toy-mean", "quick", {"n": 30}, seed=0, root=tmp_path)
+    text = write_report(tmp_path).read_text()
+    assert "forest plot of toy-mean" in text and "exact, n=1" in text  # the test of each claim, and its picture
+    assert 'href="../' in text or "docs/studies/toy-mean.md</code>" in text  # docs links never absolute paths
+    assert "file://" not in text
+
+
+def test_strings_from_the_store_are_escaped(tmp_path):
+    """A preset name or caption read from a stored file is text, never markup."""
+    r = run_study("toy-mean", "smoke", seed=0, root=tmp_path)
+    cfg = json.loads((r.run_dir / "config.json").read_text())
+    evil = "<script>alert(1)</script>"
+    cfg["preset"] = evil
+    (r.run_dir / "config.json").write_text(json.dumps(cfg))
+    env = json.loads((r.run_dir / "env.json").read_text())
+    env["captions"] = {"mean.png": evil}
+    (r.run_dir / "env.json").write_text(json.dumps(env))
+    for presets in (("quick",), None):
+        text = write_report(tmp_path, presets=presets).read_text()
+        assert evil not in text and "&lt;script&gt;" in text
+
+
+def test_a_store_with_only_smoke_runs_says_how_to_see_them(tmp_path):
+    run_study("toy-mean", "smoke", seed=0, root=tmp_path)
+    text = write_report(tmp_path).read_text()
+    assert "No finished runs of preset quick yet" in text and "genlab report --preset smoke" in text

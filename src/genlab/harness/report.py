@@ -1,11 +1,17 @@
-"""The HTML report: one self-contained page (figures embedded) with the claims table, figures, configs,
-versions and wall times of the finished runs under a store root."""
+"""The HTML report: one self-contained page (figures embedded) rendered from a Jinja2 template.
+
+It opens on an overview, one row per paper (empirical verdicts as a bar, the first figure as a thumbnail, wall
+time), then one section per study: the forest plot of its claims (effect and 95 % CI against the margin), its
+claims with their tests, figures, config and environment. Older groups of the same study and preset are listed
+as superseded runs. Every string that comes from the store is escaped (the template autoescapes).
+"""
 
 from __future__ import annotations
 
 import base64
-import html
+import io
 import json
+import os
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -87,6 +93,7 @@ def tally(groups: list[list[StoredRun]]) -> dict[str, dict[str, int]]:
 
 
 def claims_rows(groups: list[list[StoredRun]]) -> list[dict[str, Any]]:
+    """One row per combined claim of each group: study, preset, key, kind, claim, verdict, test, numbers, note."""
     rows = []
     for members in groups:
         first = members[0]
@@ -104,6 +111,8 @@ def claims_rows(groups: list[list[StoredRun]]) -> list[dict[str, Any]]:
                     "kind": combined.kind,
                     "claim": combined.claim,
                     "verdict": combined.verdict,
+                    "test": combined.test.to_dict() if combined.test else None,
+                    "test_text": combined.test.summary() if combined.test else "",
                     "numbers": numbers,
                     "note": combined.note,
                     "seeds": [seed for seed, _ in seeded],
@@ -112,124 +121,149 @@ def claims_rows(groups: list[list[StoredRun]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _img(path: Path) -> str:
-    data = base64.b64encode(path.read_bytes()).decode()
-    return f'<img alt="{html.escape(path.name)}" src="data:image/png;base64,{data}">'
+def render(
+    root: Path,
+    title: str = "genlab report",
+    presets: tuple[str, ...] | None = ("quick",),
+    out_dir: Path | None = None,
+) -> str:
+    """The report page for the runs under ``root``; ``out_dir`` (where the page will be written) makes the docs
+    links relative to it."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
 
-
-def render(root: Path, title: str = "genlab report", presets: tuple[str, ...] | None = ("quick",)) -> str:
     runs, damaged = scan(root)
     groups, superseded = split_groups(runs, presets)
-    rows = claims_rows(groups)
-    out = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
-        *_header(root, title, runs, groups, presets, damaged),
-        "<h2 id='claims'>Claims</h2>",
-        _claims_table(rows) if rows else "<p>No finished runs yet: try <code>genlab reproduce</code>.</p>",
-        *(line for members in groups for line in _study_section(members)),
-        *_superseded_section(superseded),
-        f"<script>{_SORT_JS}</script></body></html>",
-    ]
-    return "\n".join(out)
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _anchor(study: str, preset: str) -> str:
-    return f"{study}--{preset}"
-
-
-def _header(root, title, runs, groups, presets, damaged) -> list[str]:
     counts = tally(groups)
+    env = Environment(loader=PackageLoader("genlab.harness", "templates"), autoescape=select_autoescape(["html"]))
+    template = env.get_template("report.html")
     shown = "all presets" if presets is None else "preset " + ", ".join(presets)
-    others = sorted({r.preset for r in runs} - set(presets or ()))
-    other = ""
-    if others:
-        other = f" Other presets in the store: {', '.join(others)} (<code>genlab report --preset NAME</code>)."
-    return [
-        f"<h1>{_e(title)}</h1>",
-        f"<p>{len(runs)} finished run(s) under <code>{_e(root)}</code>; this page shows {_e(shown)}.{other} "
-        f"Generated {datetime.now(UTC).isoformat(timespec='seconds')}.</p>",
-        "<p class='tally'>Empirical claims: "
-        + " · ".join(f"<b style='color:{_COLOURS[k]}'>{v} {k}</b>" for k, v in counts[EMPIRICAL].items())
-        + "<br><small>Identity checks (our own formulas and constructions, not reproductions): "
-        + " · ".join(f"{v} {k}" for k, v in counts[IDENTITY].items())
-        + "</small></p>",
-        *(f"<p class='warn'>Damaged run left out: <code>{_e(line)}</code></p>" for line in damaged),
-    ]
+    return template.render(
+        title=title,
+        root=str(root),
+        n_runs=len(runs),
+        shown=shown,
+        other_presets=sorted({r.preset for r in runs} - set(presets or ())),
+        generated=datetime.now(UTC).isoformat(timespec="seconds"),
+        empirical=counts[EMPIRICAL],
+        identity=counts[IDENTITY],
+        colours=_COLOURS,
+        damaged=damaged,
+        studies=[_study(members, Path(out_dir) if out_dir else Path(root)) for members in groups],
+        superseded=[_superseded(m) for m in superseded],
+        css=_CSS,
+        script=_SORT_JS,
+    )
 
 
-def _claims_table(rows: list[dict[str, Any]]) -> str:
-    head = "".join(f"<th>{h}</th>" for h in ("study", "claim", "kind", "verdict", "numbers", "preset", "seeds"))
-    body = []
-    for r in rows:
-        note = f"<br><small>{_e(r['note'])}</small>" if r["note"] else ""
-        body.append(
-            f"<tr><td><a href='#{_e(_anchor(r['study'], r['preset']))}'>{_e(r['study'])}</a></td>"
-            f"<td><code>{_e(r['key'])}</code> {_e(r['claim'])}{note}</td><td>{_e(r['kind'])}</td>"
-            f"<td style='color:{_COLOURS[r['verdict']]}'><b>{_e(r['verdict'])}</b></td>"
-            f"<td><small>{_e(r['numbers'])}</small></td><td>{_e(r['preset'])}</td>"
-            f"<td>{_e(','.join(map(str, r['seeds'])))}</td></tr>"
-        )
-    return f"<table class='sortable'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def _study_section(members: list[StoredRun]) -> list[str]:
+def _study(members: list[StoredRun], out_dir: Path) -> dict[str, Any]:
+    from genlab.harness.forest import forest_png
     from genlab.harness.study import all_studies
 
     first = members[0]
     cls = all_studies().get(first.study)
-    anchor = _e(_anchor(first.study, first.preset))
-    out = [f"<h2 id='{anchor}'>{_e(first.study)} <small>({_e(first.preset)})</small></h2>"]
-    if cls is not None:
-        paper = cls.paper
-        link = f"<a href='{_e(paper.url)}'>{_e(paper.arxiv)}</a>" if paper.url else _e(paper.arxiv)
-        docs = _docs_link(first.study)
-        out.append(f"<p class='paper'><i>{_e(paper.title)}</i> ({link}). {_e(cls.summary)} {docs}</p>")
-    walls = ", ".join(f"seed {m.seed}: {m.env.get('wall_time', 0):.1f} s" for m in members)
-    out.append(f"<p>Wall time: {_e(walls)}. Run directory: <code>{_e(first.path)}</code></p>")
-    captions = first.env.get("captions", {})
-    for fig in first.figures:
-        caption = captions.get(fig.name, fig.name)
-        out.append(f"<figure>{_img(fig)}<figcaption>{_e(caption)} <small>({_e(fig.name)}, seed {first.seed})</small>"
-                   "</figcaption></figure>")
-    out.append("<details><summary>config</summary><pre>" + _e(json.dumps(first.config, indent=2)) + "</pre></details>")
-    versions = first.env.get("versions", {})
-    out.append(
-        "<details><summary>environment</summary><pre>" + _e(json.dumps(versions, indent=2)) + "\n"
-        f"platform: {_e(first.env.get('platform', ''))}</pre></details>"
+    combined = group_verdicts(members)
+    verdicts = [v for v, _ in combined]
+    counts = dict.fromkeys(VERDICTS, 0)
+    for v in verdicts:
+        if v.kind == EMPIRICAL:
+            counts[v.verdict] += 1
+    identities = [v for v in verdicts if v.kind == IDENTITY]
+    captions = first.env.get("captions") if isinstance(first.env.get("captions"), dict) else {}
+    figures = [{"uri": _data_uri(f.read_bytes()), "name": f.name, "caption": captions.get(f.name, f.name)}
+               for f in first.figures if f.is_file()]  # fmt: skip
+    forest = forest_png(verdicts)
+    return {
+        "name": first.study,
+        "preset": first.preset,
+        "anchor": f"{first.study}--{first.preset}",
+        "paper": None if cls is None else {"title": cls.paper.title, "arxiv": cls.paper.arxiv, "url": cls.paper.url},
+        "summary": cls.summary if cls else "",
+        "docs": _docs_link(first.study, out_dir),
+        "counts": counts,
+        "n_empirical": sum(counts.values()),
+        "identities": f"{sum(v.verdict == REPRODUCED for v in identities)}/{len(identities)}",
+        "wall": sum(_wall(m) for m in members),
+        "walls": ", ".join(f"seed {m.seed}: {_wall(m):.1f} s" for m in members),
+        "seeds": [m.seed for m in members],
+        "run_dir": str(first.path),
+        "thumb": _thumbnail(first.figures[0]) if first.figures and first.figures[0].is_file() else None,
+        "forest": _data_uri(forest) if forest else None,
+        "claims": [_claim(v, seeded) for v, seeded in combined],
+        "figures": figures,
+        "config": json.dumps(first.config, indent=2),
+        "versions": json.dumps(first.env.get("versions", {}), indent=2),
+        "platform": str(first.env.get("platform", "")),
+    }
+
+
+def _claim(v: Verdict, seeded: list[tuple[int, Verdict]]) -> dict[str, Any]:
+    numbers = (
+        "; ".join(f"seed {seed}: {x.numbers_text()}" for seed, x in seeded) if len(seeded) > 1 else v.numbers_text()
     )
-    return out
+    t = v.test
+    test = None
+    if t is not None:
+        from genlab.harness.claims import fmt_number
+
+        op = {"above": ">", "below": "<"}.get(t.direction)
+        target = f"{op} {fmt_number(t.margin)}" if op else "in [{}, {}]".format(*map(fmt_number, t.margin))
+        test = {
+            "effect": fmt_number(t.effect),
+            "ci": f"[{fmt_number(t.ci[0])}, {fmt_number(t.ci[1])}]",
+            "target": target,
+            "method": t.method,
+            "n": t.n,
+            "failed": t.failed,
+            "p": fmt_number(t.p, 2),
+            "p_holm": None if t.p_holm is None else fmt_number(t.p_holm, 2),
+        }
+    return {"key": v.key, "claim": v.claim, "kind": v.kind, "verdict": v.verdict, "note": v.note, "test": test,
+            "numbers": numbers}  # fmt: skip
 
 
-def _docs_link(study: str) -> str:
-    """A link to the study's docs page when genlab runs from a source checkout, else its path in the repository."""
+def _superseded(members: list[StoredRun]) -> dict[str, Any]:
+    return {
+        "study": members[0].study,
+        "preset": members[0].preset,
+        "finished": _newest(members),
+        "seeds": ",".join(str(r.seed) for r in members),
+        "runs": f"{members[0].path.parent}/{{{','.join(r.run_hash for r in members)}}}",
+    }
+
+
+def _wall(run: StoredRun) -> float:
+    wall = run.env.get("wall_time")
+    return float(wall) if isinstance(wall, int | float) and not isinstance(wall, bool) else 0.0
+
+
+def _data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode()
+
+
+def _thumbnail(path: Path, width: int = 160) -> str | None:
+    """A small PNG of a figure for the overview (the full figure is embedded once, in its study's section)."""
+    try:
+        from PIL import Image
+
+        with Image.open(path) as img:
+            img.thumbnail((width, width))
+            buf = io.BytesIO()
+            img.save(buf, format="PNG", optimize=True)
+        return _data_uri(buf.getvalue())
+    except (OSError, ValueError):
+        return None
+
+
+def _docs_link(study: str, out_dir: Path) -> dict[str, str]:
+    """The study's docs page, relative to where the report is written when genlab runs from a source checkout
+    (the page moves with the checkout), else its path in the repository as text."""
     import genlab
 
     page = Path(genlab.__file__).resolve().parents[2] / "docs" / "studies" / f"{study}.md"
+    text = f"docs/studies/{study}.md"
     if page.exists():
-        return f"Docs: <a href='{_e(page.as_uri())}'>docs/studies/{_e(study)}.md</a>."
-    return f"Docs: <code>docs/studies/{_e(study)}.md</code> in the genlab repository."
-
-
-def _superseded_section(superseded: list[list[StoredRun]]) -> list[str]:
-    if not superseded:
-        return []
-    rows = "".join(
-        f"<tr><td>{_e(m[0].study)}</td><td>{_e(m[0].preset)}</td><td>{_e(_newest(m))}</td>"
-        f"<td>{_e(','.join(str(r.seed) for r in m))}</td><td><code>{_e(m[0].path.parent)}/"
-        f"{{{_e(','.join(r.run_hash for r in m))}}}</code></td></tr>"
-        for m in superseded
-    )
-    return [
-        "<h2 id='superseded'>Superseded runs</h2>",
-        "<p>Finished runs of an older config of the same study and preset; a newer group replaces them above.</p>",
-        "<table class='sortable'><thead><tr><th>study</th><th>preset</th><th>finished</th><th>seeds</th>"
-        f"<th>runs</th></tr></thead><tbody>{rows}</tbody></table>",
-    ]
+        return {"href": Path(os.path.relpath(page, Path(out_dir).resolve())).as_posix(), "text": text}
+    return {"href": "", "text": text}
 
 
 def write_report(
@@ -238,7 +272,7 @@ def write_report(
     """Render the report for the runs under ``root`` and write it (default ``<root>/report.html``)."""
     root = Path(root)
     out = Path(out) if out else root / "report.html"
-    atomic_write_bytes(out, render(root, title, presets).encode())
+    atomic_write_bytes(out, render(root, title, presets, out_dir=out.parent).encode())
     return out
 
 
@@ -261,4 +295,6 @@ body{font-family:system-ui,-apple-system,sans-serif;max-width:1200px;margin:2em 
 table{border-collapse:collapse;width:100%;font-size:14px}th,td{border:1px solid #d0d7de;padding:4px 8px;
 vertical-align:top;text-align:left}th{background:#f6f8fa}img{max-width:100%;border:1px solid #eee}
 figure{margin:1em 0}.warn{color:#cf222e}code,pre{background:#f6f8fa;padding:2px 4px}details{margin:.3em 0}
+.bar{display:flex;width:160px;height:14px;border:1px solid #d0d7de}.bar span{display:block;height:100%}
+td.thumb img{width:120px}.test{white-space:nowrap;font-size:13px}small{color:#57606a}
 """
