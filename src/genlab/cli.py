@@ -266,7 +266,8 @@ def run_cmd(
     from genlab.harness.trackers import check_trackers, export
 
     trackers = check_trackers(track or [])
-    spec = RunSpec(study, preset, parse_sets(sets or []), seed, str(root), force, device, quiet or as_json)
+    spec = RunSpec(study, preset, parse_sets(sets or []), seed, str(root), force, device, quiet or as_json,
+                   track=tuple(trackers))  # fmt: skip
     result = execute(spec)
     export(result, root, trackers)
     if as_json:
@@ -349,7 +350,8 @@ def reproduce_cmd(
     names = studies or list(all_studies())
     for name in names:
         get_study(name)
-    specs = [RunSpec(n, preset, {}, s, str(root), force, device) for n in names for s in range(seeds)]
+    specs = [RunSpec(n, preset, {}, s, str(root), force, device, track=tuple(trackers))
+             for n in names for s in range(seeds)]  # fmt: skip
     results = _run_with_progress(specs, backend, jobs, address, quiet or as_json, root, trackers)
     path = write_report(root, report, presets=(preset,))
     failed = [r for r in results if not r.ok]
@@ -402,7 +404,8 @@ def sweep_cmd(
     trackers = check_trackers(track or [])
     fixed = parse_sets(sets or [])
     cells = expand(parse_grid(cls.Config, grid or []))
-    specs = [RunSpec(study, preset, {**fixed, **c}, s, str(root), force, device) for c in cells for s in range(seeds)]
+    specs = [RunSpec(study, preset, {**fixed, **c}, s, str(root), force, device, track=tuple(trackers))
+             for c in cells for s in range(seeds)]  # fmt: skip
 
     def label(r: Any) -> str:
         cell = next((c for c in cells if all(r.config.get(k) == (list(v) if isinstance(v, tuple) else v)

@@ -33,6 +33,7 @@ class RunContext:
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("genlab.run"))
     timings: dict[str, float] = field(default_factory=dict)
     captions: dict[str, str] = field(default_factory=dict)
+    live: Any = None  # a trackers.LiveRun: each record is also sent to MLflow / TensorBoard as it happens
 
     def __post_init__(self) -> None:
         self.out_dir = Path(self.out_dir)
@@ -133,8 +134,11 @@ class RunContext:
     # -- records (time series) ----------------------------------------------------------------
     def record(self, **values: Any) -> None:
         """Append one line to ``records.jsonl`` (e.g. ``ctx.record(step=10, loss=0.3, arm="full")``)."""
+        record = to_jsonable(values)
         with open(self.out_dir / "records.jsonl", "a") as fh:
-            fh.write(json.dumps(to_jsonable(values)) + "\n")
+            fh.write(json.dumps(record) + "\n")
+        if self.live is not None:
+            self.live.log(record)
 
     def records(self) -> list[dict[str, Any]]:
         path = self.out_dir / "records.jsonl"

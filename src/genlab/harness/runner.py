@@ -36,6 +36,7 @@ from genlab.harness.store import (
     run_lock,
 )
 from genlab.harness.study import get_study
+from genlab.harness.trackers import open_live
 
 Backend = Literal["serial", "local", "ray"]
 BACKENDS: tuple[str, ...] = ("serial", "local", "ray")
@@ -54,6 +55,7 @@ class RunSpec:
     device: str = "cpu"
     quiet: bool = True
     module: str | None = None  # module that registers the study, for studies outside genlab.studies
+    track: tuple[str, ...] = ()  # trackers that receive the run's records live (genlab.harness.trackers)
 
 
 @dataclass
@@ -138,7 +140,8 @@ def _compute(study_cls: type, cfg: Any, spec: RunSpec, path: Path, result: RunRe
     started = datetime.now(UTC).isoformat(timespec="seconds")
     atomic_write_json(path / "env.json", {"status": RUNNING, "started": started, "pid": os.getpid()})
     device = spec.device if study_cls.accelerated else "cpu"
-    ctx = RunContext(seed=spec.seed, out_dir=path, cfg=cfg, device=device, quiet=spec.quiet)
+    live = open_live(spec.track, Path(spec.root), study_cls.name, spec.preset, spec.seed, result.run_hash)
+    ctx = RunContext(seed=spec.seed, out_dir=path, cfg=cfg, device=device, quiet=spec.quiet, live=live)
     if device != spec.device:  # shown even when quiet: the user asked for something they do not get
         print(f"warning: {study_cls.name} runs on the CPU only (it does not move its models to a device); "
               f"--device {spec.device} is ignored for it", file=sys.stderr, flush=True)
@@ -156,7 +159,11 @@ def _compute(study_cls: type, cfg: Any, spec: RunSpec, path: Path, result: RunRe
         state = INTERRUPTED if isinstance(exc, KeyboardInterrupt | SystemExit) else FAILED
         error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         atomic_write_json(path / "env.json", {"status": state, "started": started, "error": error})
+        if live is not None:
+            live.close(failed=True)
         raise
+    if live is not None:
+        live.close()
     wall = time.perf_counter() - t0
     atomic_write_json(path / "metrics.json", metrics)
     atomic_write_json(path / "claims.json", [v.to_dict() for v in verdicts])
@@ -266,9 +273,12 @@ def run_study(
     force: bool = False,
     device: str = "cpu",
     quiet: bool = True,
+    track: tuple[str, ...] = (),
 ) -> RunResult:
-    """Run one study in this process and return its result (raises on failure)."""
-    return execute(RunSpec(study, preset, dict(overrides or {}), seed, str(root), force, device, quiet))
+    """Run one study in this process and return its result (raises on failure); ``track`` streams its records
+    to those trackers as it runs."""
+    return execute(RunSpec(study, preset, dict(overrides or {}), seed, str(root), force, device, quiet,
+                           track=tuple(track)))  # fmt: skip
 
 
 def prepare(specs: Iterable[RunSpec], backend: str = "serial", jobs: int = 1) -> list[RunSpec]:
