@@ -91,8 +91,8 @@ def for_ci(args: list[str], store: Path) -> list[str]:
         out += ["--preset", "smoke"]
     if out[0] in STORE_COMMANDS:
         out += ["--root", str(store)]
-    if out[0] == "report":
-        out = ["report", str(store), *[a for a in out[1:] if a != "runs"]]
+    if out[0] in ("report", "export"):  # their store is the first argument
+        out = [out[0], str(store), *[a for a in out[1:] if a != "runs"]]
     return out
 
 

@@ -1,4 +1,5 @@
-"""genlab from Python (notebooks, scripts): ``genlab.run(study, preset=..., **overrides)``.
+"""genlab from Python (notebooks, scripts): ``genlab.run(study, preset=..., **overrides)`` and
+``genlab.sweep(study, {"key": [values]}, seeds=N)``.
 
 >>> import genlab
 >>> r = genlab.run("margin-bounds", preset="smoke", seed=0, root="runs")   # doctest: +SKIP
@@ -69,7 +70,10 @@ def run(
     """Run one study in this process (or read back its finished run) and return its :class:`Result`."""
     from genlab.harness.runner import run_study
 
-    r = run_study(study, preset, overrides, seed=seed, root=root, force=force, device=device, quiet=quiet)
+    return _result(run_study(study, preset, overrides, seed=seed, root=root, force=force, device=device, quiet=quiet))
+
+
+def _result(r: Any) -> Result:
     return Result(
         study=r.study,
         preset=r.preset,
@@ -82,3 +86,35 @@ def run(
         wall_time=r.wall_time,
         cached=r.skipped,
     )
+
+
+def sweep(
+    study: str,
+    grid: dict[str, list[Any]],
+    preset: str = "quick",
+    *,
+    seeds: int = 1,
+    root: str | Path = "runs",
+    device: str = "cpu",
+    force: bool = False,
+    jobs: int = 1,
+    **fixed: Any,
+) -> list[Result]:
+    """Run ``study`` for every combination of the ``grid`` values (``{"signal": [0.3, 0.6]}``) and seeds
+    0..seeds-1, with ``fixed`` overrides on every cell; returns one :class:`Result` per run, in grid order
+    (finished runs are read back). ``jobs`` > 1 runs them on a process pool."""
+    from genlab.harness.errors import ConfigError
+    from genlab.harness.runner import RunSpec, prepare, run_many
+    from genlab.harness.sweep import expand
+
+    if not isinstance(grid, dict) or not all(isinstance(v, list | tuple) and v for v in grid.values()):
+        raise ConfigError("grid must map config keys to non-empty lists of values")
+    specs = [RunSpec(study, preset, {**fixed, **cell}, s, str(root), force, device)
+             for cell in expand({k: list(v) for k, v in grid.items()}) for s in range(seeds)]  # fmt: skip
+    results = run_many(prepare(specs, "local" if jobs > 1 else "serial", jobs), "local" if jobs > 1 else "serial",
+                       jobs)  # fmt: skip
+    failed = [r for r in results if not r.ok]
+    if failed:
+        raise RuntimeError(f"{len(failed)} run(s) failed; first: {failed[0].study} seed {failed[0].seed}: "
+                           f"{failed[0].error}")  # fmt: skip
+    return [_result(r) for r in results]

@@ -369,6 +369,28 @@ def reproduce_cmd(
     _exit_on_errors(results)
 
 
+@app.command("export")
+def export_cmd(
+    root: Annotated[Path, typer.Argument(help="Run store to read.")] = Path("runs"),
+    out: Annotated[Path, typer.Option("--out", help="Folder to write runs.<fmt> and claims.<fmt> into.")] = Path(
+        "export"
+    ),
+    fmt: Annotated[str, typer.Option("--format", help="csv or parquet.")] = "csv",
+    study: Annotated[str | None, typer.Option("--study", help="Only this study.")] = None,
+    preset: Annotated[str | None, typer.Option("--preset", help="Only this preset.")] = None,
+) -> None:
+    """Write the run store as two tables: one row per run (config, scalar metrics) and one per claim (verdict,
+    test)."""
+    from genlab.harness.export import export_tables
+
+    if not root.is_dir():
+        from genlab.harness.errors import ConfigError
+
+        raise ConfigError(f"{root}: not a run store folder")
+    for path in export_tables(root, out, fmt, study, preset):  # type: ignore[arg-type]
+        _console().print(_esc(path))
+
+
 @app.command("sweep")
 def sweep_cmd(
     study: Annotated[str, typer.Argument(help="Study name.")],
