@@ -155,9 +155,10 @@ def _fmt_seconds(seconds: float) -> str:
 @app.command("list")
 def list_cmd(root: RootOpt = Path("runs"), as_json: JsonOpt = False) -> None:
     """List studies: paper, claims, typical smoke/quick time on 2 cores and the last quick verdicts in the store."""
+    from genlab.harness.catalog import load
     from genlab.harness.report import group_verdicts, latest_groups
     from genlab.harness.store import scan
-    from genlab.harness.study import all_studies, typical_seconds
+    from genlab.harness.study import all_studies, registered, typical_seconds
 
     runs, damaged = scan(root)
     _warn_damaged(damaged)
@@ -166,18 +167,28 @@ def list_cmd(root: RootOpt = Path("runs"), as_json: JsonOpt = False) -> None:
         counts = last.setdefault(members[0].study, {})
         for combined, _ in group_verdicts(members):
             counts[combined.verdict] = counts.get(combined.verdict, 0) + 1
+    catalog = load()  # the shipped studies, described without importing them
+    if not catalog:
+        from genlab.harness.describe import describe_class
+
+        catalog = {name: describe_class(cls) for name, cls in all_studies().items()}
+    for name, cls in registered().items():  # studies registered outside genlab.studies in this process
+        if name not in catalog:
+            from genlab.harness.describe import describe_class
+
+            catalog[name] = describe_class(cls)
     rows = [
         {
-            "name": cls.name,
-            "paper": cls.paper.title,
-            "arxiv": cls.paper.arxiv,
-            "presets": list(cls.presets),
-            "claims": len(cls.claims),
-            "identity_claims": sum(c.kind == "identity" for c in cls.claims),
-            "typical_seconds": typical_seconds(cls.name),
-            "last_verdicts": last.get(cls.name, {}),
+            "name": name,
+            "paper": info["paper"],
+            "arxiv": info["arxiv"],
+            "presets": info["presets"],
+            "claims": len(info["claims"]),
+            "identity_claims": sum(c["kind"] == "identity" for c in info["claims"]),
+            "typical_seconds": typical_seconds(name),
+            "last_verdicts": last.get(name, {}),
         }
-        for cls in all_studies().values()
+        for name, info in sorted(catalog.items())
     ]
     if as_json:
         print(json.dumps(rows, indent=2))

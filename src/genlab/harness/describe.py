@@ -14,7 +14,19 @@ from genlab.harness.study import get_study
 
 
 def describe(name: str, root: Path | str = "runs") -> dict[str, Any]:
-    cls = get_study(name)
+    """A study as ``genlab show`` prints it: from the shipped catalog when it is there (no study is imported),
+    else from its class; plus the metric names of its newest stored run under ``root``."""
+    from genlab.harness.catalog import load
+
+    info = load().get(name)
+    if info is None:
+        info = describe_class(get_study(name))
+    metrics, source = _stored_metric_names(name, Path(root))
+    return {**info, "metrics": metrics, "metrics_from": source}
+
+
+def describe_class(cls: Any) -> dict[str, Any]:
+    """What the code says about a study: paper, presets, config keys, claims (JSON-able)."""
     quick = cls.config("quick")
     presets = {p: cls.config(p) for p in cls.presets}
     ranges = field_ranges(cls.Config)
@@ -39,7 +51,6 @@ def describe(name: str, root: Path | str = "runs") -> dict[str, Any]:
         }
         for c in cls.claims
     ]
-    metrics, source = _stored_metric_names(cls.name, Path(root))
     return {
         "name": cls.name,
         "paper": cls.paper.title,
@@ -50,8 +61,6 @@ def describe(name: str, root: Path | str = "runs") -> dict[str, Any]:
         "presets": list(cls.presets),
         "config": config,
         "claims": claims,
-        "metrics": metrics,
-        "metrics_from": source,
     }
 
 

@@ -150,6 +150,11 @@ def typical_seconds(name: str) -> dict[str, float] | None:
     return json.loads(path.read_text()).get(name)
 
 
+def registered() -> dict[str, type[Study]]:
+    """The studies registered so far in this process, without discovering (importing) the shipped ones."""
+    return dict(sorted(_REGISTRY.items()))
+
+
 def all_studies() -> dict[str, type[Study]]:
     discover()
     return dict(sorted(_REGISTRY.items()))
