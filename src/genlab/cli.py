@@ -94,21 +94,24 @@ def _result_json(r: Any) -> dict[str, Any]:
 
 
 def _print_verdicts(results: list[Any]) -> None:
-    """Claim by claim (one study's run)."""
-    from rich.table import Table
+    """Claim by claim, readable at 80 columns: the verdict and key, the test that decided it (effect, CI against
+    the margin, method, n, p), then the claim's text wrapped at word boundaries."""
+    from rich.padding import Padding
 
-    table = Table(title="claims", show_lines=False)
-    for col in ("seed", "claim", "kind", "verdict", "numbers"):
-        table.add_column(col, overflow="fold")
+    con = _console()
     for r in results:
+        con.print(f"[bold]claims[/] ({_esc(r.study)}, seed {r.seed})")
         if not r.ok:
-            table.add_row(str(r.seed), "[red]run failed[/]", "-", "-", _esc(r.error or ""))
+            con.print(f"  [red]run failed[/]: {_esc(r.error or '')}")
             continue
         for v in r.verdicts:
-            style = _verdict_style(v.verdict)
-            verdict = f"[{style}]{v.verdict}[/]"
-            table.add_row(str(r.seed), f"{_esc(v.key)}: {_esc(v.claim)}", v.kind, verdict, _esc(v.numbers_text(3)))
-    _console().print(table)
+            kind = "" if v.kind == "empirical" else f" [dim]({v.kind})[/]"
+            con.print(f"  [{_verdict_style(v.verdict)}]{v.verdict:<14}[/] [bold]{_esc(v.key)}[/]{kind}")
+            detail = v.test.summary() if v.test is not None else v.numbers_text(3)
+            lines = [f"[cyan]{_esc(detail)}[/]"] if detail else []
+            lines += [f"[dim]{_esc(v.claim)}[/]"] + ([f"[yellow]{_esc(v.note)}[/]"] if v.note else [])
+            for line in lines:
+                con.print(Padding(line, (0, 0, 0, 17)))
 
 
 def _print_summary(results: list[Any]) -> None:
@@ -123,13 +126,15 @@ def _print_summary(results: list[Any]) -> None:
     by_study: dict[tuple[str, str], list[Any]] = defaultdict(list)
     for r in results:
         by_study[(r.study, r.preset)].append(r)
-    table = Table(title="genlab reproduce (empirical claims; identities of our own formulas counted apart)")
-    for col in ("study", "preset", "reproduced", "not reproduced", "inconclusive", "error", "identities", "wall"):
-        table.add_column(col, justify="left" if col in ("study", "preset") else "right")
+    presets = sorted({p for _, p in by_study})
+    table = Table(title=f"genlab reproduce, {', '.join(presets)}: empirical claims (identities apart)")
+    for col in ("study", "repr.", "not", "incon.", "error", "ident.", "wall"):
+        table.add_column(col, justify="left" if col == "study" else "right", no_wrap=True)
     for (study, preset), members in by_study.items():
         failed = [m for m in members if not m.ok]
         if failed:
-            table.add_row(study, preset, "", "", "", f"[bold red]run failed[/] ({len(failed)})", "", "")
+            label = _study_label(study, preset, presets)
+            table.add_row(label, "", "", "", f"[bold red]failed[/] ({len(failed)})", "", "")
             continue
         cls = all_studies()[study]
         counts = {EMPIRICAL: defaultdict(int), IDENTITY: defaultdict(int)}
@@ -141,11 +146,28 @@ def _print_summary(results: list[Any]) -> None:
         wall = sum(m.wall_time for m in members)
         cached = " (cached)" if all(m.skipped for m in members) else ""
         table.add_row(
-            study, preset, f"[green]{e['reproduced']}[/]", f"[magenta]{e['not reproduced']}[/]",
+            _study_label(study, preset, presets), f"[green]{e['reproduced']}[/]", f"[magenta]{e['not reproduced']}[/]",
             f"[yellow]{e['inconclusive']}[/]", f"[bold red]{e['error']}[/]" if e["error"] else "0", identities,
             f"{_fmt_seconds(wall)}{cached}",
         )  # fmt: skip
     _console().print(table)
+
+
+def _short_type(name: str) -> str:
+    """Config field types as people say them: ``tuple[float, ...]`` is floats, ``float | None`` optional."""
+    for long, short in (("tuple[float, ...]", "floats"), ("tuple[int, ...]", "ints"), ("tuple[str, ...]", "strs"),
+                        ("tuple[float, float]", "float pair"), ("tuple[int, int]", "int pair")):  # fmt: skip
+        name = name.replace(long, short)
+    return name.replace("Optional[", "").replace(" | None", "?")
+
+
+def _breakable(value: str) -> str:
+    """A comma-joined value that a table may wrap after its commas instead of inside a number."""
+    return value.replace(",", ", ")
+
+
+def _study_label(study: str, preset: str, presets: list[str]) -> str:
+    return study if len(presets) == 1 else f"{study} ({preset})"
 
 
 def _fmt_seconds(seconds: float) -> str:
@@ -237,21 +259,28 @@ def show_cmd(
     if info["summary"]:
         con.print(_esc(info["summary"]))
     con.print(f"docs: {_esc(info['docs'])}")
-    cfg = Table(title="config (quick = defaults)")
-    for col in ("key", "type", "quick", *(p for p in info["presets"] if p != "quick"), "allowed"):
+    cfg = Table(title="config (quick = defaults; --set key=value, tuples as a,b,c)")
+    cfg.add_column("key", no_wrap=True)
+    cfg.add_column("type", no_wrap=True)
+    for col in ("quick", *(p for p in info["presets"] if p != "quick")):
         cfg.add_column(col, overflow="fold")
+    cfg.add_column("allowed", overflow="fold")
     for f in info["config"]:
         cfg.add_row(
-            f["key"], _esc(f["type"]), _esc(f["default"]),
-            *(_esc(f["presets"].get(p, "")) for p in info["presets"] if p != "quick"), _esc(f["allowed"]),
+            f["key"], _esc(_short_type(f["type"])), _esc(_breakable(f["default"])),
+            *(_esc(_breakable(f["presets"].get(p, ""))) for p in info["presets"] if p != "quick"),
+            _esc(f["allowed"]),
         )  # fmt: skip
     con.print(cfg)
-    claims = Table(title="claims (text at quick; thresholds are config keys)")
-    for col in ("key", "kind", "claim", "thresholds"):
-        claims.add_column(col, overflow="fold")
+    from rich.padding import Padding
+
+    con.print("[bold]claims[/] (text at quick; thresholds are config keys)")
     for c in info["claims"]:
-        claims.add_row(c["key"], c["kind"], _esc(c["text"]), _esc(", ".join(c["thresholds"])))
-    con.print(claims)
+        kind = "" if c["kind"] == "empirical" else f" [dim]({c['kind']})[/]"
+        con.print(f"  [bold]{_esc(c['key'])}[/]{kind}")
+        con.print(Padding(_esc(c["text"]), (0, 0, 0, 4)))
+        if c["thresholds"]:
+            con.print(Padding(f"[cyan]{_esc(', '.join(c['thresholds']))}[/]", (0, 0, 0, 4)))
     if info["metrics"]:
         con.print(f"metrics (from {_esc(info['metrics_from'])}): " + _esc(", ".join(info["metrics"])))
     else:
@@ -430,7 +459,7 @@ def sweep_cmd(
     from genlab.harness.config import parse_sets
     from genlab.harness.runner import RunSpec
     from genlab.harness.study import get_study
-    from genlab.harness.sweep import cell_label, expand, fmt_mean_se, parse_grid, table
+    from genlab.harness.sweep import cell_label, expand, parse_grid, table
     from genlab.harness.trackers import check_trackers
 
     cls = get_study(study)
@@ -453,19 +482,39 @@ def sweep_cmd(
     if as_json:
         print(json.dumps({"columns": columns, "rows": rows, "failed": [_result_json(r) for r in failed]}, indent=2))
     else:
-        from rich.table import Table
-
-        t = Table(title=f"{study} sweep ({preset}, {seeds} seed(s) per cell; numbers are mean ± s.e. over seeds)")
-        keys = list(cells[0]) if cells and cells[0] else []
-        for col in keys + list(columns):
-            t.add_column(_esc(col), overflow="fold")
-        for row in rows:
-            t.add_row(*[_esc(row[k]) for k in keys], *[_esc(fmt_mean_se(row[m])) for m in columns])
-        _console().print(t)
+        _print_sweep(f"{study} sweep ({preset}, {seeds} seed(s) per cell; numbers are mean ± s.e. over seeds)",
+                     list(cells[0]) if cells and cells[0] else [], list(columns), rows)  # fmt: skip
         for r in failed:
             _console(stderr=True).print(f"[red]failed[/] {_esc(label(r))}: {_esc(r.error)}")
     if failed:
         raise typer.Exit(1)
+
+
+def _print_sweep(title: str, keys: list[str], columns: list[str], rows: list[dict[str, Any]]) -> None:
+    """A table when it fits the terminal; otherwise one block per grid cell (a table folded at 80 columns
+    would break names and numbers mid-token)."""
+    from rich.table import Table
+
+    from genlab.harness.sweep import fmt_mean_se
+
+    con = _console()
+    names = [c.removeprefix("claim:") for c in columns]
+    cells = [[str(row[k]) for k in keys] + [fmt_mean_se(row[m]) for m in columns] for row in rows]
+    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(keys + names)]
+    if sum(widths) + 3 * len(widths) + 1 <= con.width:
+        t = Table(title=title)
+        for col in keys + names:
+            t.add_column(_esc(col), no_wrap=True)
+        for c in cells:
+            t.add_row(*map(_esc, c))
+        con.print(t)
+        return
+    con.print(f"[bold]{_esc(title)}[/]")
+    pad = max(len(n) for n in names) if names else 0
+    for row, c in zip(rows, cells, strict=True):
+        con.print(", ".join(f"{k}={_esc(row[k])}" for k in keys) or "(no grid)")
+        for name, value in zip(names, c[len(keys) :], strict=True):
+            con.print(f"  {_esc(name):<{pad}}  {_esc(value)}")
 
 
 @app.command("report")

@@ -136,3 +136,16 @@ def test_device_must_exist(tmp_path, capsys):
         pytest.skip("this machine has CUDA")
     code, _, err = run_cli(capsys, "run", "toy-mean", "-p", "smoke", "--device", "cuda", "--root", str(tmp_path))
     assert code == 2 and "no CUDA device" in err
+
+
+def test_tables_are_readable_at_80_columns(tmp_path, capsys, monkeypatch):
+    """No name or number is broken mid-token: a wide sweep folds into one block per grid cell."""
+    monkeypatch.setenv("COLUMNS", "40")
+    args = ["sweep", "toy-mean", "-p", "smoke", "--grid", "n=20,40", "--seeds", "5", "--backend", "serial"]
+    code, out, _ = run_cli(capsys, *args, "--root", str(tmp_path))
+    assert code == 0 and "n=20\n  mean-close     reproduced (5/5)" in out
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run_cli(capsys, "show", "phi-curve")
+    assert code == 0 and "digits_test_fraction" in out and "digits_input_scale" in out  # keys never folded
+    code, out, _ = run_cli(capsys, "run", "toy-mean", "-p", "smoke", "--root", str(tmp_path))
+    assert code == 0 and "mean-close" in out and "(exact, n=1, p=" in out  # the test that decided each claim
