@@ -29,8 +29,10 @@ from genlab.ifbench.readers import DataError, read_records
 from genlab.ifbench.registry import KwargsError, UnknownInstructionError, get
 
 __all__ = [
+    "RESPONSE_FIELDS",
     "DataError",
     "PromptItem",
+    "Responses",
     "load_prompts",
     "load_responses",
     "parse_ground_truth",
@@ -103,23 +105,15 @@ def parse_ground_truth(gt: Any) -> tuple[list[str], list[dict | None]]:
     return list(ids), list(kws)
 
 
-def _last_user(messages: list[Any]) -> str | None:
-    for m in reversed(messages):
-        if isinstance(m, Mapping) and m.get("role") == "user":
-            content = m.get("content", "")
-            return content if isinstance(content, str) else None
-    return None
-
-
 def _prompt_of(row: Mapping[str, Any], where: str) -> str:
     """The scored prompt: ``prompt`` (a string, or TRL's conversational list of messages), else the last user
     turn of ``messages``."""
     prompt = row.get("prompt")
     field_name = "prompt"
     if isinstance(prompt, list):
-        prompt = _last_user(prompt)
+        prompt = _last_turn(prompt, "user")
     elif prompt is None and isinstance(row.get("messages"), list):
-        prompt, field_name = _last_user(row["messages"]), "messages"
+        prompt, field_name = _last_turn(row["messages"], "user"), "messages"
     if not isinstance(prompt, str):
         got = "missing" if row.get("prompt") is None and "messages" not in row else "not a string"
         raise DataError(f"{where}: field '{field_name}' {got} (needs the prompt text or a user message)")
@@ -190,21 +184,89 @@ def load_prompts(path: str | Path, *, lenient: bool = False, fmt: str = "auto") 
     return items
 
 
-def load_responses(path: str | Path, *, fmt: str = "auto") -> dict[str, str]:
-    """prompt -> response from rows with ``prompt`` and ``response`` (or lm-eval samples / inspect logs); also
-    indexed by the stripped prompt (as IFBench does). Later rows win for a repeated prompt."""
-    out: dict[str, str] = {}
+RESPONSE_FIELDS = ("response", "completion", "output", "generation", "model_output", "answer")
+
+
+class Responses(dict):
+    """prompt -> response (also under the stripped prompt, as IFBench does); the responses of rows that carry a
+    ``key`` and no prompt under :attr:`by_key` (matched to the prompt with that key); and the field they were
+    read from (:attr:`field`: ``response``, ``completion``, ..., or ``messages`` for the last assistant turn).
+    A row with a prompt is matched by its text only: keys of different prompt sets overlap (IFEval's and
+    IFBench's share 36), so a key never pairs a response with another prompt's text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_key: dict[str, str] = {}
+        self.field = ""
+        self.rows = 0
+
+
+def load_responses(
+    path: str | Path, *, fmt: str = "auto", response_field: str | None = None, prompt_field: str | None = None
+) -> Responses:
+    """Responses read from rows as other tools write them: the response in ``response_field`` if given, else the
+    first of :data:`RESPONSE_FIELDS` a row has, else the last assistant turn of ``messages`` (open-instruct,
+    chat logs); lm-eval samples and inspect logs as they are. The prompt from ``prompt_field`` (else ``prompt``
+    or the last user turn). Rows with a ``key`` are also matched by it. Later rows win for a repeated prompt."""
+    out = Responses()
+    fields_used: set[str] = set()
     for where, row in read_records(path, fmt):
-        prompt = _prompt_of(row, where)
-        resp = row.get("response")
-        if resp is None:
-            raise DataError(f"{where}: field 'response' missing")
-        if not isinstance(resp, str):
-            raise DataError(f"{where}: field 'response' must be a string, got {type(resp).__name__}")
+        resp, used = _response_of(row, where, response_field)
+        fields_used.add(used)
+        out.rows += 1
+        key = row.get("key")
+        messages = row.get("messages")
+        has_prompt = row.get("prompt") is not None or (isinstance(messages, list) and _last_turn(messages, "user"))
+        if prompt_field is None and not has_prompt and isinstance(key, str | int) and not isinstance(key, bool):
+            out.by_key[str(key)] = resp
+            continue
+        prompt = _prompt_of(row if prompt_field is None else _renamed(row, prompt_field, where), where)
         out[prompt] = resp
         if prompt.strip() != prompt:
             out[prompt.strip()] = resp  # as IFBench's read_prompt_to_response_dict
+    out.field = ", ".join(sorted(fields_used))
     return out
+
+
+def _renamed(row: Mapping[str, Any], field_name: str, where: str) -> dict[str, Any]:
+    if field_name not in row:
+        raise DataError(f"{where}: field {field_name!r} (--prompt-field) missing")
+    return {**row, "prompt": row[field_name]}
+
+
+def _response_of(row: Mapping[str, Any], where: str, field_name: str | None) -> tuple[str, str]:
+    """(response, the field it came from)."""
+    if field_name is not None:
+        if field_name not in row:
+            raise DataError(f"{where}: field {field_name!r} (--response-field) missing")
+        names: tuple[str, ...] = (field_name,)
+    else:
+        names = tuple(f for f in RESPONSE_FIELDS if row.get(f) is not None)
+    if names:
+        resp = row[names[0]]
+        if isinstance(resp, list):  # a conversation: its last assistant turn
+            resp = _last_turn(resp, "assistant")
+        if not isinstance(resp, str):
+            raise DataError(f"{where}: field {names[0]!r} must be a string, got {type(resp).__name__}")
+        return resp, names[0]
+    if isinstance(row.get("messages"), list):
+        resp = _last_turn(row["messages"], "assistant")
+        if isinstance(resp, str):
+            return resp, "messages"
+    raise DataError(f"{where}: no response: none of the fields {', '.join(RESPONSE_FIELDS)} and no assistant turn "
+                    "in 'messages' (name the field with --response-field)")  # fmt: skip
+
+
+def _last_turn(messages: list[Any], role: str) -> str | None:
+    """The text of the last message with ``role`` (string content or a list of text parts)."""
+    for m in reversed(messages):
+        if isinstance(m, Mapping) and m.get("role") == role:
+            content = m.get("content")
+            if isinstance(content, list):
+                parts = [p.get("text") for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
+                return "".join(parts)
+            return content if isinstance(content, str) else None
+    return None
 
 
 _ANSWER_TAG = re.compile(r"</?answer>")

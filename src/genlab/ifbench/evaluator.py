@@ -146,6 +146,9 @@ class EvalResult:
             out[mode] = acc
             out[f"per_id_{mode}"] = self.per_id(mode)
             out[f"per_category_{mode}"] = self.per_category(mode)
+        for mode in ("strict", "loose"):  # lm-evaluation-harness's metric names, for dashboards that read them
+            out[f"prompt_level_{mode}_acc"] = out[mode]["prompt_level"]
+            out[f"inst_level_{mode}_acc"] = out[mode]["instruction_level"]
         return out
 
 
@@ -216,15 +219,39 @@ def _worker(args: tuple[list[PromptItem], list[str | None], str]) -> list[Prompt
     return results
 
 
-def _lookup(responses: Mapping[str, str], prompt: str) -> str | None:
-    if prompt in responses:
-        return responses[prompt]
-    return responses.get(prompt.strip())
+def _lookup(responses: Mapping[str, str], item: PromptItem) -> str | None:
+    """A prompt's response: by its text (or stripped text), else by its key (rows that carry no prompt)."""
+    if item.prompt in responses:
+        return responses[item.prompt]
+    found = responses.get(item.prompt.strip())
+    if found is None:
+        found = (getattr(responses, "by_key", None) or {}).get(str(item.key))
+    return found
+
+
+def _as_mapping(prompts: Sequence[PromptItem], responses: Mapping[str, str] | Sequence[str]) -> Mapping[str, str]:
+    """A plain list of responses is paired with the prompts by position."""
+    if isinstance(responses, Mapping):
+        return responses
+    if isinstance(responses, str) or not isinstance(responses, Sequence):
+        raise TypeError("responses must map prompt -> response, or be a list of responses in prompt order")
+    if len(responses) != len(prompts):
+        raise ValueError(f"{len(responses)} responses for {len(prompts)} prompts: a list must have one per prompt")
+    bad = next((i for i, r in enumerate(responses) if r is not None and not isinstance(r, str)), None)
+    if bad is not None:
+        raise TypeError(f"responses[{bad}] is a {type(responses[bad]).__name__}, not a string")
+    mapping = _KeyedResponses()
+    mapping.by_key = {str(p.key): r for p, r in zip(prompts, responses, strict=True) if r is not None}
+    return mapping
+
+
+class _KeyedResponses(dict):
+    by_key: dict[str, str]
 
 
 def evaluate(
     prompts: Sequence[PromptItem],
-    responses: Mapping[str, str],
+    responses: Mapping[str, str] | Sequence[str],
     *,
     semantics: str = "reference",
     thinking: bool = False,
@@ -237,9 +264,10 @@ def evaluate(
     if semantics not in SEMANTICS:
         raise ValueError(f"semantics must be one of {SEMANTICS}")
     t0 = time.perf_counter()
+    responses = _as_mapping(prompts, responses)
     resps = []
     for it in prompts:
-        r = _lookup(responses, it.prompt)
+        r = _lookup(responses, it)
         if r is not None and thinking:
             r = strip_thinking(r)
         resps.append(r)
