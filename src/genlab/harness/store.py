@@ -269,6 +269,8 @@ def scan(root: Path) -> tuple[list[StoredRun], list[str]]:
     root = Path(root)
     if not root.exists():
         return [], []
+    if not root.is_dir():
+        raise StoreError(f"{root} is a file, not a run store (a folder)")
     runs, damaged = [], []
     for env in root.glob("*/*/*/env.json"):
         linked = next((p for p in (env.parent.parent.parent, env.parent.parent, env.parent) if p.is_symlink()), None)
