@@ -576,7 +576,9 @@ def main(argv: list[str] | None = None) -> None:
     except click_exc.ClickException as exc:  # usage errors and bad parameters: one line too
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-        print(f"error: {' '.join(exc.format_message().split())}{hint}", file=sys.stderr)
+        message = " ".join(exc.format_message().split())
+        if message:  # no message: a group called without a command, whose help was just printed
+            print(f"error: {message}{hint}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         _exit_interrupted()

@@ -173,3 +173,8 @@ def test_ctrl_c_while_starting_is_one_line(delay):
     proc.send_signal(signal.SIGINT)
     err = proc.communicate(timeout=60)[1].decode()
     assert "Traceback" not in err and proc.returncode in (0, 130, -signal.SIGINT), err
+
+
+def test_a_group_without_a_command_prints_its_help_and_no_empty_error(capsys):
+    _, out, err = _cli(capsys, "ifbench")
+    assert "eval" in out + err and "error:  " not in err and "error: (" not in err
