@@ -130,6 +130,7 @@ DAMAGE = {
     "wall_time is null": _edit("env.json", lambda e: e.update(wall_time=None)),
     "captions is a list": _edit("env.json", lambda e: e.update(captions=[])),
     "versions is text": _edit("env.json", lambda e: e.update(versions="x")),
+    "wall_time is 10**400": _edit("env.json", lambda e: e.update(wall_time=10**400)),
     "a figure is a folder": _figure("folder"),
     "a figure is a broken link": _figure("link"),
 }
@@ -156,7 +157,7 @@ def test_every_damage_is_a_run_left_out_never_a_failure(tmp_path, capsys, damage
 
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.floats(allow_nan=False) | st.integers() | st.text(max_size=6),
+    st.none() | st.booleans() | st.floats(allow_nan=False) | st.integers() | st.just(10**400) | st.text(max_size=6),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=10,
 )

@@ -54,8 +54,13 @@ def flat_scalars(tree: Any, prefix: str = "") -> dict[str, float]:
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             out.update(flat_scalars(value, name + "/"))
-        elif isinstance(value, int | float) and math.isfinite(value):
-            out[name] = float(value)
+        elif isinstance(value, int | float):
+            try:
+                number = float(value)  # an integer past 1e308 (a hand-edited file) is not a scalar metric
+            except OverflowError:
+                continue
+            if math.isfinite(number):
+                out[name] = number
     return out
 
 
