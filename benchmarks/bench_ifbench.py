@@ -1,8 +1,8 @@
 """Speed and parity benchmark for genlab.ifbench.
 
-    NLTK_DATA=../shared/nltk_data python benchmarks/bench_ifbench.py [--ref-ifeval DIR] [--reps 3]
+    NLTK_DATA=tests/resources/nltk_data python benchmarks/bench_ifbench.py [--ref-ifeval DIR] [--reps 3]
 
-For each official prompt file (IFBench test, 300 prompts; IFEval, 541 prompts, both from ``../shared/data``) it
+For each official prompt file (IFBench test, 300 prompts; IFEval, 541 prompts, both shipped in ``tests/resources``) it
 builds a deterministic synthetic response set (a mix of prose, markdown, lists, JSON, quotes, emoji, CJK,
 all-caps / lowercase text and copies of the prompt, ~0.3–2 kB per response), then reports
 
@@ -38,10 +38,10 @@ import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared"
+SHARED = ROOT / "tests" / "resources"
 FILES = {
-    "ifbench": SHARED / "data" / "ifbench" / "IFBench_test.jsonl",
-    "ifeval": SHARED / "data" / "ifeval" / "input_data.jsonl",
+    "ifbench": SHARED / "ifbench" / "IFBench_test.jsonl",
+    "ifeval": SHARED / "ifeval" / "input_data.jsonl",
 }
 
 _PROSE = [

@@ -1,7 +1,7 @@
 """Verdict parity and speed of genlab.ifbench against the official allenai/IFBench checkers.
 
-    NLTK_DATA=../shared/nltk_data python benchmarks/bench_ifbench_official.py --official DIR [--reps 3] [--out F]
-    NLTK_DATA=../shared/nltk_data python benchmarks/bench_ifbench_official.py --official DIR --timing --reps 7
+    NLTK_DATA=tests/resources/nltk_data python benchmarks/bench_ifbench_official.py --official DIR [--reps 3] [--out F]
+    NLTK_DATA=tests/resources/nltk_data python benchmarks/bench_ifbench_official.py --official DIR --timing --reps 7
 
 How the official folder was made (2026-12-03): the stored snapshot of allenai/IFBench (HEAD db69a6f, brought onto
 the machine with the search tool's ``fetch github:allenai/IFBench``) was exported with ``git archive HEAD

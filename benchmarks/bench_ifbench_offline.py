@@ -1,6 +1,6 @@
 """Agreement of the offline text rules with the real NLTK data, per constraint.
 
-    NLTK_DATA=../shared/nltk_data python benchmarks/bench_ifbench_offline.py [--rounds 5] [--examples 10]
+    NLTK_DATA=tests/resources/nltk_data python benchmarks/bench_ifbench_offline.py [--rounds 5] [--examples 10]
 
 For both official prompt files: every instruction × every distinct non-empty loose variant of its synthetic
 response (``bench_ifbench.synth_responses``), plus, for IFBench, ``--rounds`` near-boundary response sets of

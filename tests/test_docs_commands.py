@@ -21,7 +21,7 @@ from genlab.cli import main
 from genlab.ifbench import nlp
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
+RESOURCES = ROOT / "tests" / "resources"  # official prompt files and NLTK data the repository ships (see its README)
 IFBENCH_FIXTURES = ROOT / "tests" / "ifbench" / "fixtures"
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
@@ -132,7 +132,7 @@ def write_ifbench_inputs(box: Path) -> None:
     """The official prompt files, responses to them, an lm-eval samples file, an inspect_ai log, NLTK data."""
     responses = []
     for name in ("IFBench_test.jsonl", "input_data.jsonl"):
-        source = next(SHARED_DATA.rglob(name))
+        source = next(RESOURCES.rglob(name))
         (box / name).write_bytes(source.read_bytes())
         for i, line in enumerate(source.read_text().splitlines()):
             responses.append({"prompt": json.loads(line)["prompt"], "response": "A short answer. " * (i % 5 + 1)})
@@ -146,7 +146,7 @@ def write_ifbench_inputs(box: Path) -> None:
     (box / "logs" / "2026-01-01_ifeval_abc.eval").write_bytes((IFBENCH_FIXTURES / "inspect_ifeval.eval").read_bytes())
     (box / "my_prompts.txt").write_text("Describe a lighthouse.\nExplain how bread rises.\n")
     with tarfile.open(box / "nltk_data.tar.gz", "w:gz") as tar:
-        tar.add(SHARED_DATA.parent / "nltk_data", arcname="nltk_data")
+        tar.add(RESOURCES / "nltk_data", arcname="nltk_data")
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +166,7 @@ def test_documented_command_runs(command, sandbox, store, monkeypatch, capsys, r
     args = for_ci(shlex.split(command)[1:], store)
     monkeypatch.chdir(sandbox)
     monkeypatch.setenv("BROWSER", "true")  # `--open` opens nothing in CI
-    monkeypatch.setenv("NLTK_DATA", str(SHARED_DATA.parent / "nltk_data"))  # as after `genlab ifbench setup`
+    monkeypatch.setenv("NLTK_DATA", str(RESOURCES / "nltk_data"))  # as after `genlab ifbench setup`
     nlp.reset()
     request.addfinalizer(nlp.reset)
     try:

@@ -384,12 +384,14 @@ def reproduce_cmd(
     from genlab.harness.report import write_report
     from genlab.harness.runner import RunSpec
     from genlab.harness.study import all_studies, get_study
+    from genlab.harness.sweep import check_run_count
     from genlab.harness.trackers import check_trackers
 
     trackers = check_trackers(track or [])
     names = studies or list(all_studies())
     for name in names:
         get_study(name)
+    check_run_count(len(names) * seeds, f"--seeds {seeds:,} x {len(names)} stud{'y' if len(names) == 1 else 'ies'}")
     specs = [RunSpec(n, preset, {}, s, str(root), force, device, track=tuple(trackers))
              for n in names for s in range(seeds)]  # fmt: skip
     results = _run_with_progress(specs, backend, jobs, address, quiet or as_json, root, trackers)
@@ -459,13 +461,15 @@ def sweep_cmd(
     from genlab.harness.config import parse_sets
     from genlab.harness.runner import RunSpec
     from genlab.harness.study import get_study
-    from genlab.harness.sweep import cell_label, expand, parse_grid, table
+    from genlab.harness.sweep import cell_label, check_run_count, expand, grid_size, parse_grid, table
     from genlab.harness.trackers import check_trackers
 
     cls = get_study(study)
     trackers = check_trackers(track or [])
     fixed = parse_sets(sets or [])
-    cells = expand(parse_grid(cls.Config, grid or []))
+    parsed = parse_grid(cls.Config, grid or [])
+    check_run_count(grid_size(parsed) * seeds, f"the grid's {grid_size(parsed):,} cells x {seeds:,} seed(s)")
+    cells = expand(parsed)
     specs = [RunSpec(study, preset, {**fixed, **c}, s, str(root), force, device, track=tuple(trackers))
              for c in cells for s in range(seeds)]  # fmt: skip
 
@@ -539,7 +543,9 @@ def report_cmd(
         raise ConfigError(f"no run store at {runs_dir} (it {what}): run `genlab reproduce` or `genlab run STUDY` first")
     from genlab.harness.store import scan
 
-    _warn_damaged(scan(runs_dir)[1])
+    runs, damaged = scan(runs_dir)
+    _warn_damaged(damaged)
+    _check_report_preset(preset, runs)
     if recheck:
         from genlab.harness.runner import recheck_runs
 
@@ -551,6 +557,16 @@ def report_cmd(
     print(path.resolve())
     if open_report:
         _open(path)
+
+
+def _check_report_preset(preset: str, runs: list[Any]) -> None:
+    """--preset must name a preset some study defines, one in the store, or all."""
+    from genlab.harness.errors import ConfigError
+    from genlab.harness.study import all_studies
+
+    known = {p for cls in all_studies().values() for p in cls.presets} | {r.preset for r in runs}
+    if preset != "all" and preset not in known:
+        raise ConfigError(f"--preset {preset!r} is no preset; choose one of {', '.join(sorted(known))} or all")
 
 
 def _open(path: Path) -> None:
@@ -608,12 +624,33 @@ def _one_line(exc: BaseException) -> str:
     """An exception as one line: OS errors name the path and the reason, never a Python class name."""
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.filename}: {exc.strerror or exc}"
+    if isinstance(exc, OSError) and exc.strerror:  # no path known: the reason alone, without "[Errno N]"
+        return exc.strerror
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _is_bad_input(exc: BaseException) -> bool:
+    """Exit code 2 (bad input: a config, a name, a path, a file genlab cannot read) rather than 1 (a failure)."""
+    from genlab.harness.errors import ConfigError, UnknownStudyError
+
+    if isinstance(exc, ConfigError | UnknownStudyError | OSError):
+        return True
+    readers = sys.modules.get("genlab.ifbench.readers")  # imported only if a command read an IFBench file
+    return readers is not None and isinstance(exc, readers.DataError)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush does not raise BrokenPipeError again."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one-sentence errors and a non-zero exit code; tracebacks only with --debug."""
-    from genlab.harness.errors import ConfigError, GenlabError, UnknownStudyError
+    from genlab.harness.errors import GenlabError
 
     click_exc = _click_exceptions()
     args = list(sys.argv[1:] if argv is None else argv)
@@ -636,15 +673,26 @@ def main(argv: list[str] | None = None) -> None:
     except click_exc.ClickException as exc:  # usage errors and bad parameters: one line too
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-        print(f"error: {' '.join(exc.format_message().split())}{hint}", file=sys.stderr)
+        message = " ".join(exc.format_message().split())
+        if message:  # no message: a group called without a command, whose help was just printed
+            print(f"error: {message}{hint}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         _exit_interrupted()
+    except BrokenPipeError:  # `genlab list | head`: the reader left; stop quietly
+        _quiet_stdout()
+        sys.exit(141)
     except (GenlabError, ValueError, OSError) as exc:
         if debug:
             raise
         print(f"error: {_one_line(exc)}", file=sys.stderr)
-        sys.exit(2 if isinstance(exc, ConfigError | UnknownStudyError | OSError) else 1)
+        sys.exit(2 if _is_bad_input(exc) else 1)
+    except (RecursionError, MemoryError) as exc:
+        if debug:
+            raise
+        what = "nested too deeply to read" if isinstance(exc, RecursionError) else "needs more memory than there is"
+        print(f"error: the input {what}", file=sys.stderr)
+        sys.exit(2)
     except Exception as exc:
         if debug:
             raise

@@ -10,14 +10,19 @@ FAST = ("eval", "list", "check", "setup")
 
 
 def main() -> None:
-    args = sys.argv[1:]
-    if len(args) >= 2 and args[0] == "ifbench" and args[1] in FAST:
-        from genlab.ifbench.cli import main as ifbench_main
+    """Ctrl-C at any moment, the imports included, is one line and exit code 130, never a traceback."""
+    try:
+        args = sys.argv[1:]
+        if len(args) >= 2 and args[0] == "ifbench" and args[1] in FAST:
+            from genlab.ifbench.cli import main as ifbench_main
 
-        sys.exit(ifbench_main(args[1:]))
-    from genlab.cli import main as full
+            sys.exit(ifbench_main(args[1:]))
+        from genlab.cli import main as full
 
-    full()
+        full()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr, flush=True)
+        sys.exit(130)
 
 
 if __name__ == "__main__":

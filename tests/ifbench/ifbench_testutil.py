@@ -1,4 +1,5 @@
-"""Shared helpers for the ifbench tests: where ../shared lives, and switching the NLTK data path."""
+"""Shared helpers for the ifbench tests: the official prompt files and NLTK data the repository ships in
+tests/resources (see its README for sources and licences), and switching the NLTK data path."""
 
 from __future__ import annotations
 
@@ -6,17 +7,15 @@ import contextlib
 import os
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
-NLTK_DIR = SHARED / "nltk_data"
-IFBENCH_FILE = SHARED / "data" / "ifbench" / "IFBench_test.jsonl"
-IFEVAL_FILE = SHARED / "data" / "ifeval" / "input_data.jsonl"
-HAVE_NLTK_DATA = (NLTK_DIR / "tokenizers" / "punkt_tab" / "english").exists()
-HAVE_DATA = IFBENCH_FILE.exists() and IFEVAL_FILE.exists()
+RESOURCES = Path(__file__).resolve().parents[1] / "resources"
+NLTK_DIR = RESOURCES / "nltk_data"
+IFBENCH_FILE = RESOURCES / "ifbench" / "IFBench_test.jsonl"
+IFEVAL_FILE = RESOURCES / "ifeval" / "input_data.jsonl"
 
 
 @contextlib.contextmanager
 def nltk_mode(mode: str):
-    """Run the block with the real NLTK data (from ../shared) or in offline mode; restores afterwards."""
+    """Run the block with the real NLTK data (tests/resources/nltk_data) or in offline mode; restores afterwards."""
     from genlab.ifbench import nlp
 
     old = os.environ.get("NLTK_DATA")
@@ -36,10 +35,10 @@ def nltk_mode(mode: str):
 
 
 def use_real_data_if_available() -> str:
-    """Point NLTK_DATA at ../shared/nltk_data when it exists (the reference's data); return the mode."""
+    """Point NLTK_DATA at the shipped NLTK data (the reference's data) unless the caller set it; return the mode."""
     from genlab.ifbench import nlp
 
-    if HAVE_NLTK_DATA and "NLTK_DATA" not in os.environ:
+    if "NLTK_DATA" not in os.environ:
         os.environ["NLTK_DATA"] = str(NLTK_DIR)
         nlp.reset()
     return nlp.data_mode()

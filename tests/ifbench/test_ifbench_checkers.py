@@ -15,7 +15,7 @@ from genlab.ifbench import registry
 from genlab.ifbench.examples import EXAMPLES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ifbench_testutil import HAVE_NLTK_DATA, nltk_mode, use_real_data_if_available
+from ifbench_testutil import nltk_mode, use_real_data_if_available
 
 use_real_data_if_available()
 IDS = registry.ids()
@@ -212,7 +212,6 @@ def test_no_checker_raises_on_any_string(text):
             assert not v.reason.startswith("checker error"), (cid, text, v.reason)
 
 
-@pytest.mark.skipif(not HAVE_NLTK_DATA, reason="../shared/nltk_data not present")
 def test_examples_hold_offline_except_documented():
     """The offline path (no NLTK data) gives the same verdicts on every hand-written example."""
     diffs = []

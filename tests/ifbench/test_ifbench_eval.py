@@ -17,8 +17,6 @@ from genlab.ifbench.outputs import write_outputs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ifbench_testutil import (
-    HAVE_DATA,
-    HAVE_NLTK_DATA,
     IFBENCH_FILE,
     IFEVAL_FILE,
     NLTK_DIR,
@@ -217,7 +215,6 @@ def test_cli_eval_files_and_compare(tmp_path):
     assert r.exit_code == 2
 
 
-@pytest.mark.skipif(not HAVE_DATA, reason="../shared data not present")
 def test_official_files_load_unchanged():
     ifb = load_prompts(IFBENCH_FILE)
     ife = load_prompts(IFEVAL_FILE)
@@ -231,7 +228,6 @@ def test_official_files_load_unchanged():
             assert not any(isinstance(v, float) for v in kw.values())
 
 
-@pytest.mark.skipif(not (HAVE_DATA and HAVE_NLTK_DATA), reason="../shared data not present")
 def test_our_tokenizers_equal_nltk_on_official_prompts():
     import nltk
 
@@ -239,7 +235,7 @@ def test_our_tokenizers_equal_nltk_on_official_prompts():
 
     texts = [i.prompt for i in load_prompts(IFBENCH_FILE)][:120] + [i.prompt for i in load_prompts(IFEVAL_FILE)][:120]
     with nltk_mode("real"):
-        nltk.data.path.insert(0, str(Path(IFBENCH_FILE).parents[2] / "nltk_data"))
+        nltk.data.path.insert(0, str(NLTK_DIR))
         for t in texts:
             assert nlp.sent_tokenize(t) == nltk.sent_tokenize(t)
             toks = nlp.word_tokenize(t)
@@ -260,7 +256,7 @@ def test_word_tokenizer_equals_nltk_treebank():
     from genlab.ifbench import nlp
 
     rng = random.Random(7)
-    texts = [i.prompt for f in (IFBENCH_FILE, IFEVAL_FILE) if f.exists() for i in load_prompts(f)]
+    texts = [i.prompt for f in (IFBENCH_FILE, IFEVAL_FILE) for i in load_prompts(f)]
     pieces = ["can't", "cannot", "gonna", "wanna", "gimme", "'tis", "'Twas", "I'm", "DON'T", "we'll", "they're",
               "o'clock", "'quoted'", '"said"', "``x''", "“curly”", "‘single’", "«guillemets»", "(paren)", "[b]",
               "{c}", "<d>", "--", "—", "...", "end.", "end.)", 'end."', "3,000", "a:b", "x;y", "@home", "#tag",
@@ -282,10 +278,8 @@ def test_punkt_in_one_pass_equals_nltk_punkt(mode):
 
     from genlab.ifbench import nlp
 
-    if mode == "real" and not HAVE_NLTK_DATA:
-        pytest.skip("../shared/nltk_data not present")
     rng = random.Random(5)
-    texts = [i.prompt for f in (IFBENCH_FILE, IFEVAL_FILE) if f.exists() for i in load_prompts(f)]
+    texts = [i.prompt for f in (IFBENCH_FILE, IFEVAL_FILE) for i in load_prompts(f)]
     pieces = ["Hello", "world.", "Mr.", "Dr.", "(He", "said.)", '"Yes."', "no!", "Why?", "...", "U.S.", "etc.",
               "--", "'quote.'", "end.)", "A.", "b.", "3.", "x", "\n", "\n\n", "  ", "“Done.”", "«ok.»", "[1].",
               "*bold.*"]  # fmt: skip
@@ -314,10 +308,8 @@ def test_line_drop_variants_reuse_their_parents_split_exactly(mode):
     from genlab.ifbench import nlp
     from genlab.ifbench.evaluator import _distinct_variants
 
-    if mode == "real" and not HAVE_NLTK_DATA:
-        pytest.skip("../shared/nltk_data not present")
     rng = random.Random(11)
-    rows = [json.loads(x) for f in (IFBENCH_FILE, IFEVAL_FILE) if f.exists() for x in f.read_text().splitlines()]
+    rows = [json.loads(x) for f in (IFBENCH_FILE, IFEVAL_FILE) for x in f.read_text().splitlines()]
     texts = [r["prompt"] for r in rows][:300] + [r["response"] for r in synth_responses(rows)][:600]
     pieces = ["Hello", "world.", "Mr.", "(He", "said.)", '"Yes."', "no!", "Why?", "...", "U.S.", "A.", "3.", "x",
               "**bold.**", "*", "'end.'", "“Done.”", "\n", "\n", "\n\n", " \n", "\n ", "\t", "\r\n", "\u00a0",
@@ -357,13 +349,11 @@ def test_punkt_break_decisions_equal_nltk(mode):
 
     from genlab.ifbench import nlp
 
-    if mode == "real" and not HAVE_NLTK_DATA:
-        pytest.skip("../shared/nltk_data not present")
     with nltk_mode(mode):
         tok = nlp._sent_tokenizer()
         decide, nltk_decision = tok.text_contains_sentbreak, type(tok).text_contains_sentbreak.__get__(tok)
         rx = tok._lang_vars.period_context_re()
-        texts = [i.prompt for f in (IFBENCH_FILE, IFEVAL_FILE) if f.exists() for i in load_prompts(f)]
+        texts = [i.prompt for f in (IFBENCH_FILE, IFEVAL_FILE) for i in load_prompts(f)]
         contexts = {t[max(0, m.start() - 12) : m.end("after_tok")] for t in texts for m in rx.finditer(t)}
         words = [*sorted(tok._params.abbrev_types)[:80], *sorted({a for a, _ in tok._params.collocations})[:80],
                  "river", "River", "RIVER", "a", "I", "mr", "Mr", "e.g", "U.S", "3", "1990s", "x-ray", "co-op",
@@ -409,7 +399,6 @@ def test_profiles_from_json_equal_langdetects_table():
     assert all(got[w] == fac.word_lang_prob_map[w] for w in words)
 
 
-@pytest.mark.skipif(not HAVE_NLTK_DATA, reason="../shared/nltk_data not present")
 def test_indexed_tagger_weights_equal_the_parsed_json(tmp_path):
     """Without the SQLite cache the tagger's weights file is indexed, not parsed: every feature answers exactly
     what json.load gives, unknown features are absent, and a file of another layout is refused (then parsed)."""

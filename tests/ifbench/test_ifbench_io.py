@@ -14,7 +14,7 @@ from genlab.ifbench.data import load_prompts, load_responses
 from genlab.ifbench.readers import detect_format
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ifbench_testutil import HAVE_NLTK_DATA, NLTK_DIR
+from ifbench_testutil import NLTK_DIR
 
 FIX = Path(__file__).parent / "fixtures"
 LMEVAL = FIX / "samples_ifeval_2026-12-03T10-00-00.000000.jsonl"
@@ -187,8 +187,6 @@ def test_setup_from_a_local_folder_and_archive(tmp_path, capsys):
 
 
     SHARED_NLTK = NLTK_DIR.resolve()
-    if not HAVE_NLTK_DATA:
-        pytest.skip("no genuine NLTK data")
     shutil.make_archive(str(tmp_path / "nltk"), "gztar", root_dir=SHARED_NLTK.parent, base_dir=SHARED_NLTK.name)
     with tarfile.open(tmp_path / "nltk.tar.gz") as t:
         assert any(n.endswith("abbrev_types.txt") for n in t.getnames())
@@ -205,3 +203,15 @@ def test_setup_from_a_local_folder_and_archive(tmp_path, capsys):
 def test_caches_hold_no_pickle():
     src = Path(nlp.__file__).parent
     assert not [p for p in src.rglob("*.py") if "import pickle" in p.read_text() or "pickle.load" in p.read_text()]
+
+
+def test_shipped_resources_are_the_genuine_files():
+    """The NLTK data in tests/resources is byte for byte what its README lists (NLTK's own files, unmodified)."""
+    import hashlib
+    import re
+
+    readme = (NLTK_DIR.parent / "README.md").read_text()
+    listed = re.findall(r"^([0-9a-f]{64})  (\S+)$", readme, re.M)
+    assert len(listed) == 8
+    for digest, rel in listed:
+        assert hashlib.sha256((NLTK_DIR.parent / rel).read_bytes()).hexdigest() == digest, rel

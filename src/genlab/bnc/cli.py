@@ -55,11 +55,14 @@ def parse_family(spec: str) -> tuple[str, dict[str, Any]]:
     return name, kwargs
 
 
+MAX_COUNT = 100_000
+
+
 def _write(family: str, kwargs: dict[str, Any], directory: Path, count: int, seed: int, fmt: str) -> list[Path]:
     from genlab.data.mip import write_family
 
-    if count < 1:
-        raise BncInputError(f"--count must be >= 1, got {count}")
+    if not 1 <= count <= MAX_COUNT:
+        raise BncInputError(f"--count must be in [1, {MAX_COUNT:,}] instances, got {count:,}")
     try:
         return write_family(family, directory, count, seed, fmt, **kwargs)
     except (TypeError, ValueError) as exc:
@@ -158,20 +161,48 @@ def tune_cmd(
     from genlab.bnc.tune import tune
 
     settings = _settings(node_limit, seed, presolve, separating, heuristics)
+    if out is not None and out.exists() and not out.is_dir():
+        raise BncInputError(f"--out {out} is a file, not a folder")
     with tempfile.TemporaryDirectory(prefix="genlab-bnc-") as tmp:
+        generated = None
         if Path(instances).is_dir():
             paths = find_instances(instances)
         else:
             name, kwargs = parse_family(instances)
-            paths = _write(name, kwargs, (out or Path(tmp)) / "instances", count, seed, "lp")
+            generated = Path(tmp) / "instances"  # moved to --out only once tuning succeeded
+            paths = _write(name, kwargs, generated, count, seed, "lp")
         report = tune(paths, policy, budget, settings, test_frac, seed, delta, hidden, _mapper(jobs))
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "tune.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+        if out is not None:
+            _save_tune(out, report, generated)
     if as_json:
         typer.echo(json.dumps(report.to_dict()))
         return
     _print_tune(report)
+
+
+def _save_tune(out: Path, report: Any, generated: Path | None) -> None:
+    """tune.json (and the generated instances) into --out; a failure part-way removes what this call wrote."""
+    import shutil
+
+    from genlab.harness.io import atomic_write_bytes
+
+    created = not out.exists()
+    written: list[Path] = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if generated is not None:
+            (out / "instances").mkdir(exist_ok=True)
+            for f in sorted(generated.iterdir()):
+                written.append(out / "instances" / f.name)
+                shutil.copyfile(f, written[-1])
+        written.append(out / "tune.json")
+        atomic_write_bytes(written[-1], (json.dumps(report.to_dict(), indent=2) + "\n").encode())
+    except BaseException:
+        for f in written:
+            f.unlink(missing_ok=True)
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
 
 
 def _mapper(jobs: int):
@@ -222,7 +253,10 @@ def bound_cmd(
     """Pseudo-dimension bound and uniform-convergence ε(N) for the mixture and ReLU policy classes."""
     from genlab.measures import bnc_bounds as bb
 
-    ns = [int(v) for v in _floats(n, "--n")]
+    try:
+        ns = [int(v) for v in n.split(",") if v.strip()]
+    except ValueError:
+        raise BncInputError(f"--n must be comma-separated whole numbers, got {n!r}") from None
     s = cap if decisions is None else decisions
     try:
         rows = [bb.bound_row(shape, candidates, s, cap, ns, delta)

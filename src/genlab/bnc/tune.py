@@ -48,7 +48,15 @@ def relu_candidates(budget: int, seed: int = 0, hidden: int = 4) -> list[ReLUPol
     return [ReLUPolicy.pure(s, hidden) for s in SCORES] + [ReLUPolicy.random(rng, hidden) for _ in range(budget - 3)]
 
 
+MAX_BUDGET = 100_000  # candidate policies: each is one SCIP solve per instance
+
+
 def candidates(kind: str, budget: int, seed: int = 0, hidden: int = 4) -> list[ScorePolicy]:
+    if budget > MAX_BUDGET:
+        raise BncInputError(f"--budget is at most {MAX_BUDGET:,} candidate policies (one SCIP solve per instance "
+                            f"each), got {budget:,}")
+    if kind == "relu" and not 1 <= hidden <= 4096:
+        raise BncInputError(f"--hidden must be a number of hidden units in [1, 4096], got {hidden}")
     if kind == "mixture":
         return list(mixture_candidates(budget))
     if kind == "relu":

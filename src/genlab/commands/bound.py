@@ -39,19 +39,28 @@ def margin(
     if c <= 0:
         typer.echo(f"error: --c (the universal constant) must be > 0, got {c:g}", err=True)
         raise typer.Exit(2)
+    import warnings
+
+    import numpy as np
+
     try:
-        table = bound_table(gamma, frac, n, delta, c)
+        with np.errstate(all="ignore"), warnings.catch_warnings():  # an undefined bound is NaN, said below
+            warnings.simplefilter("ignore", RuntimeWarning)
+            table = bound_table(gamma, frac, n, delta, c)
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    if as_json:
-        typer.echo(json.dumps({"gamma": gamma, "n": n, "frac": frac, "delta": delta, "c": c, "bounds": table}))
+    if as_json:  # strict JSON: an undefined value (gamma < n^-1/2) or an infinite one is null
+        from genlab.harness.io import to_jsonable
+
+        doc = {"gamma": gamma, "n": n, "frac": frac, "delta": delta, "c": c, "bounds": to_jsonable(table)}
+        typer.echo(json.dumps(doc, allow_nan=False))
         return
     typer.echo(f"margin bounds at gamma={gamma:g}, n={n}, L_S^gamma={frac:g}, delta={delta:g}")
     width = max(len(k) for k in table)
     for name, row in table.items():
         v = row["value"]
-        shown = "undefined (gamma < n^-1/2)" if v != v else f"{v:.6g}"
+        shown = "undefined (gamma < n^-1/2)" if v != v else ("infinite" if v == float("inf") else f"{v:.6g}")
         typer.echo(f"  {name:<{width}}  {shown:>12}  [{row['what']}]")
     typer.echo(
         "Shapes use an unspecified universal constant c and are NOT certificates; only the 'certified' row is a "

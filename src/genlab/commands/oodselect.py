@@ -191,6 +191,10 @@ def _parse_list(text: str, name: str, kind=float, positive: bool = False) -> lis
     return vals
 
 
+MAX_RANDOM = 100_000  # random subsets per k (the baseline's distribution)
+MAX_STEPS = 1_000_000  # Adam steps of the soft selection
+
+
 def oodselect(
     correct: Annotated[Path, typer.Option("--correct", help="models x OOD-examples correctness: .npy, or .csv with a "
                                           "'model' column (predictions if --labels is given)")],
@@ -220,8 +224,15 @@ def oodselect(
         raise _fail(f"--loss must be 'r' or 'r2', got {loss!r}")
     if steps < 1 or n_random < 1 or seed < 0:
         raise _fail(f"--steps and --n-random must be >= 1 and --seed >= 0 (got {steps}, {n_random}, {seed})")
+    if n_random > MAX_RANDOM or steps > MAX_STEPS:
+        raise _fail(f"--n-random is at most {MAX_RANDOM:,} subsets per k and --steps at most {MAX_STEPS:,} "
+                    f"(got {n_random:,}, {steps:,})")
+    if out is not None and out.exists() and not out.is_dir():
+        raise _fail(f"--out {out} is a file, not a directory")
     models, acc, groups = load_id_acc(id_acc)
     mat, ids = load_correct(correct, models, labels)
+    if mat.ndim != 2 or 0 in mat.shape:
+        raise _fail(f"{correct}: no OOD examples to select from (a {' x '.join(map(str, mat.shape))} array)")
     ks = _parse_list(k, "--k")
     ks = [int(v) if float(v).is_integer() and v >= 1 else v for v in ks]
     try:
@@ -254,15 +265,28 @@ def _write_outputs(out: Path, report: dict, rep: Any, ids: list[str], mat: Any, 
 
     if out.exists() and not out.is_dir():
         raise _fail(f"--out {out} is a file, not a directory")
-    out.mkdir(parents=True, exist_ok=True)
-    for sel in rep.selections:
-        buf = io.StringIO()
-        w = csv.writer(buf)
-        w.writerow(["index", "example"])
-        w.writerows([[int(j), ids[j]] for j in sel.indices])
-        atomic_write_bytes(out / f"selected_k{sel.k}.csv", buf.getvalue().encode())
-    plot(rep, mat, acc, out / "scatter.png", seed=seed)
-    atomic_write_json(out / "selection.json", report)
+    created, written = not out.exists(), []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for sel in rep.selections:
+            buf = io.StringIO()
+            w = csv.writer(buf)
+            w.writerow(["index", "example"])
+            w.writerows([[int(j), ids[j]] for j in sel.indices])
+            written.append(out / f"selected_k{sel.k}.csv")
+            atomic_write_bytes(written[-1], buf.getvalue().encode())
+        written.append(out / "scatter.png")
+        plot(rep, mat, acc, written[-1], seed=seed)
+        written.append(out / "selection.json")
+        atomic_write_json(written[-1], report)
+    except BaseException:  # nothing half-written stays behind, and no empty --out
+        for f in written:
+            f.unlink(missing_ok=True)
+        if created:
+            import shutil
+
+            shutil.rmtree(out, ignore_errors=True)
+        raise
 
 
 def _print_table(report: dict) -> None:

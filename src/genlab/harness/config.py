@@ -114,6 +114,8 @@ def parse_value(text: str, tp: Any, key: str = "value") -> Any:
         args = get_args(tp)
         item = args[0] if args else str
         parts = [p for p in (s.strip() for s in text.strip("()[] ").split(",")) if p]
+        if not parts and text.strip() not in ("()", "[]"):
+            raise ConfigError(f"{key}: {text!r} holds no values; give v1,v2,... (or () for an empty list)")
         values = [parse_value(p, item, key) for p in parts]
         return tuple(values) if origin is tuple else values
     if tp is bool:
@@ -203,7 +205,7 @@ def build_config(config_cls: type, *overrides: Mapping[str, Any]) -> Any:
     if callable(validate):
         try:
             validate()
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
             raise ConfigError(str(exc)) from None
     return cfg
 

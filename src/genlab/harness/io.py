@@ -13,18 +13,21 @@ from typing import Any
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write to a temporary file in the same directory, then rename: readers never see half a file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; give the usual permissions
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    except BaseException as exc:
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno is not None:  # name the file asked for, never the temp file
+            raise type(exc)(exc.errno, exc.strerror or str(exc), str(path)) from None
         raise
 
 
@@ -51,8 +54,13 @@ def flat_scalars(tree: Any, prefix: str = "") -> dict[str, float]:
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             out.update(flat_scalars(value, name + "/"))
-        elif isinstance(value, int | float) and math.isfinite(value):
-            out[name] = float(value)
+        elif isinstance(value, int | float):
+            try:
+                number = float(value)  # an integer past 1e308 (a hand-edited file) is not a scalar metric
+            except OverflowError:
+                continue
+            if math.isfinite(number):
+                out[name] = number
     return out
 
 

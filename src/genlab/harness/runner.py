@@ -31,6 +31,7 @@ from genlab.harness.store import (
     RUNNING,
     DamagedRun,
     StoredRun,
+    check_run_dir,
     clear_interrupted,
     run_dir,
     run_lock,
@@ -115,6 +116,7 @@ def execute(spec: RunSpec) -> RunResult:
     second process asking for the same run waits and then reads it back. Only a complete run is written as
     finished; a run that raises is recorded as failed with its error, and the error propagates."""
     study_cls, cfg, h, path = resolve(spec)
+    check_run_dir(Path(spec.root), path)  # never through a link, never over someone else's files
     result = RunResult(spec.study, spec.preset, spec.seed, h, path, config_to_dict(cfg))
     with run_lock(path, on_wait=lambda: _say_waiting(spec, path)):
         if not spec.force:

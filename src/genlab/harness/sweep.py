@@ -40,6 +40,20 @@ def parse_grid(config_cls: type, grid: Iterable[str]) -> dict[str, list[Any]]:
     return out
 
 
+MAX_RUNS = 10_000  # runs one reproduce / sweep command may ask for (each is a study run)
+
+
+def check_run_count(count: int, what: str) -> None:
+    """Refuse, before anything is built, a command that asks for more than MAX_RUNS runs."""
+    if count > MAX_RUNS:
+        raise ConfigError(f"{what} is {count:,} runs; at most {MAX_RUNS:,} per command (split it up)")
+
+
+def grid_size(grid: Mapping[str, Sequence[Any]]) -> int:
+    """Cells of the grid's Cartesian product, counted without building it."""
+    return math.prod(len(v) for v in grid.values())
+
+
 def expand(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     """Cartesian product of a grid, in a stable order (an empty grid is one empty cell)."""
     keys = list(grid)

@@ -24,6 +24,18 @@ class UsageError(Exception):
     """Bad input: printed as one line, exit code 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (``error: ... (see 'genlab ifbench eval --help')``), as every
+    other genlab command's, instead of the usage block."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        raise UsageError(f"{' '.join(message.split())} (see '{self.prog} --help')")
+
+
+MAX_BOOTSTRAP = 100_000  # resamples
+MAX_BOOTSTRAP_CELLS = 250_000_000  # resamples x prompts: the resample index matrix stays under ~2 GB
+
+
 def _fmt(x: float | None) -> str:
     return "   n/a" if x is None else f"{100 * x:6.2f}"
 
@@ -92,8 +104,10 @@ def _output_prefixes(labels: list[str]) -> list[str]:
 def _eval(a: argparse.Namespace) -> int:
     from genlab.ifbench import nlp
 
-    if a.bootstrap < 0:
-        raise UsageError(f"--bootstrap must be >= 0, got {a.bootstrap}")
+    if not 0 <= a.bootstrap <= MAX_BOOTSTRAP:
+        raise UsageError(f"--bootstrap must be in [0, {MAX_BOOTSTRAP:,}] resamples, got {a.bootstrap:,}")
+    if a.out is not None and a.out.exists() and not a.out.is_dir():
+        raise UsageError(f"--out {a.out}: a file, not a folder (give a folder for the result files)")
     if a.workers is not None and a.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {a.workers}")
     if a.require_nltk_data:
@@ -109,9 +123,14 @@ def _eval(a: argparse.Namespace) -> int:
     n_unknown = sum(len(it.unknown) for it in items)
     if n_unknown:
         print(f"warning: skipping {n_unknown} instruction(s) with unknown ids (--lenient)", file=sys.stderr)
+    cells = a.bootstrap * len(items)
+    if cells > MAX_BOOTSTRAP_CELLS:
+        raise UsageError(f"--bootstrap {a.bootstrap:,} on {len(items):,} prompts is {cells:,} resampled prompts; "
+                         f"at most {MAX_BOOTSTRAP_CELLS:,} (memory): use fewer resamples")
     results, summaries = {}, {}
     for label, resp in resp_sets.items():
         res = evaluate(items, resp, semantics=a.semantics, thinking=a.thinking, workers=a.workers)
+        _check_missing(label, res, len(resp), a.strict)
         results[label], summaries[label] = res, res.summary(bootstrap=a.bootstrap)
     cmp = None
     if a.compare is not None:
@@ -121,8 +140,55 @@ def _eval(a: argparse.Namespace) -> int:
     return 0
 
 
+def _check_missing(label: str, res: Any, n_responses: int, strict: bool) -> None:
+    """A response file that answers none (or, with --strict, not all) of the prompts is said so, never scored 0 %
+    in silence: a warning, or with --strict an error (exit 2) before anything is written."""
+    n, missing = len(res.prompts), sum(p.missing for p in res.prompts)
+    if not missing or (missing < n and not strict):
+        return
+    why = ""
+    if missing == n:
+        why = (": the file holds no responses" if not n_responses
+               else f": none of its {n_responses} responses matches a prompt (responses to another prompt file?)")
+    text = f"{label}: {missing} of {n} prompts have no response{why}; a missing response counts as failed"
+    if strict:
+        raise UsageError(f"{text} (--strict)")
+    print(f"warning: {text} (--strict makes this an error)", file=sys.stderr)
+
+
 def _report(a: argparse.Namespace, results: dict, summaries: dict, cmp: dict | None) -> None:
+    """Print the summaries; with --out, write every result file into a staging folder inside --out first and move
+    them in only when all are written, so a full or read-only disk leaves no partial (0-byte) result file."""
+    import os
+    import shutil
+    import tempfile
+
+    if a.out is None:
+        _emit(a, results, summaries, cmp, None)
+        return
+    out = Path(a.out)
+    created = not out.exists()
+    stage = None
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(dir=out, prefix=".staging-"))
+        written = _emit(a, results, summaries, cmp, stage)
+        for f in written:
+            os.replace(stage / f, out / f)
+    except OSError as e:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise UsageError(f"--out {out}: cannot write the results ({e.strerror or e})") from None
+    finally:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+def _emit(a: argparse.Namespace, results: dict, summaries: dict, cmp: dict | None, stage: Path | None) -> list[str]:
+    """Print the summaries and (when ``stage`` is given) write the result files there; returns their names."""
     from genlab.ifbench.outputs import dumps, write_outputs
+
+    written: list[str] = []
 
     prefixes = _output_prefixes(list(results))
     for (label, res), prefix in zip(results.items(), prefixes):
@@ -135,12 +201,13 @@ def _report(a: argparse.Namespace, results: dict, summaries: dict, cmp: dict | N
                 for k, v in summ["per_id_loose"].items():
                     print(f"    {k:<48} n={v['n']:<4} strict {_fmt(summ['per_id_strict'][k]['accuracy'])}"
                           f"  loose {_fmt(v['accuracy'])}")
-        if a.out is not None:
-            paths = write_outputs(res, a.out, prefix=prefix, summary=summ)
+        if stage is not None:
+            paths = write_outputs(res, stage, prefix=prefix, summary=summ)
+            written += [p.name for p in paths.values()]
             if not a.json:
-                print("wrote " + ", ".join(str(p) for p in paths.values()))
+                print("wrote " + ", ".join(str(Path(a.out) / p.name) for p in paths.values()))
     if cmp is None:
-        return
+        return written
     if a.json:
         print(dumps({"compare": cmp}))
     else:
@@ -152,9 +219,11 @@ def _report(a: argparse.Namespace, results: dict, summaries: dict, cmp: dict | N
                       f"  P(B>A)={v['p_b_better']:.3f}")
         print(f"  prompts passing (loose) only in A: {cmp['prompt_flips_loose']['a_only']}, only in B: "
               f"{cmp['prompt_flips_loose']['b_only']}")
-    if a.out is not None:
-        (Path(a.out) / "compare.json").write_text(dumps({"a": str(a.compare[0]), "b": str(a.compare[1]), **cmp},
-                                                        indent=2), encoding="utf-8")
+    if stage is not None:
+        (stage / "compare.json").write_text(dumps({"a": str(a.compare[0]), "b": str(a.compare[1]), **cmp},
+                                                  indent=2), encoding="utf-8")
+        written.append("compare.json")
+    return written
 
 
 # ------------------------------------------------------------------------------------------------ list / check
@@ -201,6 +270,8 @@ def _check(a: argparse.Namespace) -> int:
         kw = json.loads(a.kwargs)
     except json.JSONDecodeError as e:
         raise UsageError(f"--kwargs is not valid JSON: {e}") from None
+    except RecursionError:
+        raise UsageError("--kwargs: JSON nested too deeply to read") from None
     if kw is not None and not isinstance(kw, dict):
         raise UsageError(f"--kwargs must be a JSON object, got {type(kw).__name__}")
     try:
@@ -219,10 +290,13 @@ def _setup(a: argparse.Namespace) -> int:
 
     target = Path(a.dir) if a.dir else Path.home() / "nltk_data"
     if a.source is not None:
+        import tarfile
+        import zipfile
+
         try:
             done = nlp.install_data(a.source, target)
-        except (FileNotFoundError, ValueError, OSError) as e:
-            raise UsageError(f"--from: {e}") from None
+        except (ValueError, OSError, tarfile.TarError, zipfile.BadZipFile) as e:  # e.g. an archive holding ../
+            raise UsageError(f"--from {a.source}: {' '.join(str(e).split())}") from None
         for pkg, where in done.items():
             print(f"{pkg}: installed from {a.source} -> {where}")
         if a.dir:
@@ -230,10 +304,16 @@ def _setup(a: argparse.Namespace) -> int:
     elif not a.show:
         import nltk
 
+        failed = []
         for pkg in nlp.RESOURCES:
             ok = nltk.download(pkg, download_dir=str(target), quiet=True)
             print(f"{pkg}: {'ok' if ok else 'FAILED (offline? use --from FOLDER_OR_ARCHIVE)'} -> {target}")
+            failed += [] if ok else [pkg]
         nlp.reset()
+        if failed:
+            print(f"error: {len(failed)} of {len(nlp.RESOURCES)} NLTK resources could not be downloaded "
+                  f"({', '.join(failed)}); install them with --from FOLDER_OR_ARCHIVE", file=sys.stderr)
+            return 1
     if not a.show:
         from genlab.ifbench.langid import build_cache
 
@@ -249,9 +329,9 @@ def _setup(a: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="genlab ifbench",
+    ap = _Parser(prog="genlab ifbench",
                                  description="IFEval / IFBench / IFTrain constraint checkers and evaluator.")
-    sub = ap.add_subparsers(dest="command", required=True, metavar="{eval,list,check,setup}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{eval,list,check,setup}", parser_class=_Parser)
     e = sub.add_parser("eval", help="score responses strictly and loosely, as the IFEval/IFBench reference does")
     e.add_argument("--prompts", "-p", type=Path, help="prompt file (IFEval/IFBench rows, multi-turn, open-instruct "
                    "ground truth, TRL prompt rows; lm-eval samples and inspect logs carry their own); default: the "
@@ -271,6 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bootstrap resamples for 95%% intervals (default 0: off; e.g. 1000)")
     e.add_argument("--require-nltk-data", action="store_true",
                    help="fail (exit 2) instead of falling back to the offline rules when NLTK data is missing")
+    e.add_argument("--strict", action="store_true",
+                   help="a prompt without a response is an error (exit 2), not a warning and a failed prompt")
     e.add_argument("--per-id", action="store_true", help="print the per-constraint table")
     e.add_argument("--json", action="store_true", help="print the summary as JSON")
     e.set_defaults(func=_eval)
@@ -298,12 +380,37 @@ def main(argv: list[str] | None = None) -> int:
     from genlab.ifbench.core import MissingDataError, UnknownInstructionError
     from genlab.ifbench.readers import DataError
 
-    a = build_parser().parse_args(argv)
     try:
+        a = build_parser().parse_args(argv)
         return a.func(a)
     except (UsageError, DataError, MissingDataError, UnknownInstructionError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `genlab ifbench list | head`: the reader left; stop quietly
+        return _broken_pipe()
+    except RecursionError:
+        print("error: the input nests JSON too deeply to read", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("error: out of memory (the input or an option asks for more than this machine has)", file=sys.stderr)
+        return 2
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"error: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
+
+
+def _broken_pipe() -> int:
+    """Point stdout at /dev/null so that the interpreter's final flush does not raise again; exit as a Unix tool
+    killed by SIGPIPE does."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141
 
 
 def _typer_app() -> Any:

@@ -35,6 +35,9 @@ def _backend(backend: str, model: str, base_url: str, api_key_env: str, concurre
             temperature=temp,
         )  # fmt: skip
     if backend == "hf":
+        if not Path(model).is_dir():  # checked now, not after the prompts are read and the cache opened
+            raise typer.BadParameter(f"no model directory at {model} (the hf backend needs a local model folder)",
+                                     param_hint="--model")
         return TransformersBackend(model, max_new_tokens=max_tokens, temperature=temp)
     raise typer.BadParameter(f"unknown backend {backend!r}; choose openai or hf", param_hint="--backend")
 
@@ -130,7 +133,14 @@ def add_train_command(app: typer.Typer) -> None:
         """Compose IFEval ∪ IFTrain constraints onto base prompts (never IFBench test ids): RLVR training data."""
         from genlab.ifbench.train_prompts import load_base_prompts, make_train, write_train
 
-        bases = load_base_prompts(base) if base else None
+        if min_constraints > max_constraints:
+            raise typer.BadParameter(f"{min_constraints} is more than --max-constraints {max_constraints}",
+                                     param_hint="--min-constraints")
+        try:
+            bases = load_base_prompts(base) if base else None
+        except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, rows without a prompt
+            msg = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else " ".join(str(exc).split())[:200]
+            raise typer.BadParameter(f"{base}: {msg}", param_hint="--base") from None
         rows = make_train(bases, n, max_constraints=max_constraints, min_constraints=min_constraints, seed=seed)
         paths = write_train(rows, out)
         typer.echo(f"wrote {len(rows)} prompts: {paths['open_instruct']} (open-instruct), {paths['ifeval']} (IFEval), "

@@ -83,7 +83,7 @@ def _looks_like_inspect_json(p: Path) -> bool:
     if head.rstrip().endswith(b"}"):  # a complete object on the first line: JSONL, unless it is a whole log
         try:
             row = json.loads(head)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or too deep for anyone: the JSONL reader says which
             return False
         return isinstance(row, dict) and "eval" in row and "samples" in row
     with open(p, "rb") as f:
@@ -206,9 +206,22 @@ def _lm_eval(p: Path) -> Iterator[tuple[str, dict]]:
 # ------------------------------------------------------------------------------------------------ inspect
 
 
+MAX_MEMBER_BYTES = 256 * 2**20  # one decompressed sample of an inspect .eval log (a zip bomb stops here)
+
+
+def _too_big(p: Path, info: zipfile.ZipInfo) -> DataError:
+    return DataError(f"{p}: member {info.filename} decompresses to more than {MAX_MEMBER_BYTES // 2**20} MiB "
+                     "(the most genlab reads from one sample); is it an inspect log?")
+
+
 def _zip_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, p: Path) -> bytes:
+    """One member's bytes, decompressed, never more than MAX_MEMBER_BYTES (whatever its header declares)."""
     if info.compress_type != _ZSTD:
-        return z.read(info)
+        with z.open(info) as fh:
+            data = fh.read(MAX_MEMBER_BYTES + 1)
+        if len(data) > MAX_MEMBER_BYTES:
+            raise _too_big(p, info)
+        return data
     raw = _raw_member(z, info)
     try:
         import zstandard
@@ -216,12 +229,18 @@ def _zip_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, p: Path) -> bytes:
         try:
             from compression import zstd  # Python >= 3.14
 
-            return zstd.decompress(raw)
+            data = zstd.ZstdDecompressor().decompress(raw, max_length=MAX_MEMBER_BYTES + 1)
+            if len(data) > MAX_MEMBER_BYTES:
+                raise _too_big(p, info) from None
+            return data
         except ImportError:
             raise DataError(f"{p}: this inspect log is zstd-compressed; reading it needs the 'zstandard' package "
                             "(inspect_ai installs it), or convert it with `inspect log convert --to json`") from None
     reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-    return reader.read()
+    data = reader.read(MAX_MEMBER_BYTES + 1)
+    if len(data) > MAX_MEMBER_BYTES:
+        raise _too_big(p, info)
+    return data
 
 
 def _raw_member(z: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
@@ -245,6 +264,8 @@ def _inspect_samples(p: Path) -> Iterator[tuple[str, dict]]:
                 for info in names:
                     try:
                         sample = json.loads(_zip_member(z, info, p))
+                    except DataError:
+                        raise
                     except (ValueError, zipfile.BadZipFile) as e:
                         raise DataError(f"{p}: member {info.filename}: invalid JSON ({e})") from None
                     yield f"{p}: {info.filename}", sample
@@ -334,4 +355,15 @@ def read_records(path: str | Path, fmt: str = "auto") -> Iterator[tuple[str, dic
         fmt = found
     elif p.is_dir():
         raise DataError(f"{p}: a folder; give a file (or --format auto for a dataset folder)")
-    return _READERS[fmt](p)
+    return _guarded(p, _READERS[fmt](p))
+
+
+def _guarded(p: Path, rows: Iterator[tuple[str, dict]]) -> Iterator[tuple[str, dict]]:
+    """The reader's rows; JSON nested deeper than Python can parse is one DataError naming the file."""
+    where = ""
+    try:
+        for where, row in rows:
+            yield where, row
+    except RecursionError:
+        after = f" (the record after {where})" if where else ""
+        raise DataError(f"{p}: JSON nested too deeply to read{after}") from None

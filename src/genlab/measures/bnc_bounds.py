@@ -32,7 +32,9 @@ Also: the finite-class certificate for ERM over a fixed candidate set Θ_G (Hoef
 μ of degree ≤ β leave ≤ 1 + β·L constant pieces); and the usual shape N = O((H/ε)²(Pdim + ln(1/δ))) (Pollard /
 Anthony–Bartlett; constant not given, shown with constant 1 and labelled a shape).
 
-numpy-free and harness-free: plain Python integers (M₁ has hundreds of digits) and floats.
+numpy-free and harness-free: plain Python integers while M₁ is of moderate size, and log₂ M₁ beyond that (M₁ has
+hundreds of digits at K = 14, H = 300, and K^S is never formed when it would have more than ``EXACT_BITS`` bits):
+no count is ever converted to a float, so nothing overflows.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import math
 from dataclasses import asdict, dataclass
 
 LOG2_4E = math.log2(4 * math.e)
+EXACT_BITS = 4096  # M₁ is kept as an exact integer up to this size, and handled by its log₂ beyond it
 
 
 def _check_structure(params: int, pieces: int, boundaries: int, degree: int) -> None:
@@ -71,22 +74,53 @@ def history_polynomials(step: int, candidates: int, decisions: int) -> int:
 
 
 def log2_sign_patterns(n: int, params: int, degree: int) -> float:
-    """log₂ of Warren's bound on binary sign patterns of n polynomials of degree ≤ β in W variables."""
+    """log₂ of Warren's bound on binary sign patterns of n polynomials of degree ≤ β in W variables (n may be an
+    integer of any size: it is compared, never converted, unless it is the smaller term)."""
     if n < params:
         return float(n)
-    return min(float(n), params * (LOG2_4E + math.log2(degree) + math.log2(n) - math.log2(params)))
+    warren = params * (LOG2_4E + math.log2(degree) + math.log2(n) - math.log2(params))
+    return warren if warren < n else float(n)
+
+
+def _log2_history(step: int, candidates: int, decisions: int) -> float:
+    """log₂ M₁ without forming K^S: log₂ m + S·log₂ K + log₂(1 − K^−S) − log₂(K − 1) (−inf when M₁ = 0)."""
+    if step == 0 or decisions == 0:
+        return float("-inf")
+    if candidates == 1:
+        return math.log2(step) + math.log2(decisions)
+    bits = decisions * math.log2(candidates)
+    return math.log2(step) + bits + math.log1p(-(2.0 ** -bits)) / math.log(2) - math.log2(candidates - 1)
+
+
+class _Count:
+    """M₁ as an exact integer when it has at most EXACT_BITS bits, else by its log₂ alone."""
+
+    def __init__(self, step: int, candidates: int, decisions: int) -> None:
+        if decisions < 0:
+            raise ValueError(f"decisions (S) must be >= 0, got {decisions}")
+        self.log2 = _log2_history(step, candidates, decisions)
+        small = self.log2 <= EXACT_BITS - 64
+        self.exact = history_polynomials(step, candidates, decisions) if small else None
+
+    def log2_patterns(self, n: int, params: int, degree: int) -> float:
+        """log₂ Π(n·M₁) (Warren), for n ≥ 1."""
+        if self.exact is not None:
+            return log2_sign_patterns(n * self.exact, params, degree)
+        log2_n = math.log2(n) + self.log2  # > EXACT_BITS - 64: far above any W
+        warren = params * (LOG2_4E + math.log2(degree) + log2_n - math.log2(params))
+        return warren if math.log2(warren) < log2_n else 2.0**log2_n
 
 
 def pdim_bound(params: int, candidates: int, decisions: int, pieces: int = 1, boundaries: int = 0,
                degree: int = 1) -> int:
     """N* = max{N : N ≤ log₂ Π(N·M₁)}, an upper bound on the pseudo-dimension (derived, Warren counting)."""
     _check_structure(params, pieces, boundaries, degree)
-    m1 = history_polynomials(step_polynomials(candidates, pieces, boundaries), candidates, decisions)
-    if m1 == 0:
+    m1 = _Count(step_polynomials(candidates, pieces, boundaries), candidates, decisions)
+    if m1.exact == 0:
         return 0
 
     def feasible(n: int) -> bool:
-        return n <= log2_sign_patterns(n * m1, params, degree)
+        return n == 0 or n <= m1.log2_patterns(n, params, degree)
 
     hi = 1
     while feasible(hi):  # the feasible N form an initial segment {0, ..., N*}
@@ -102,8 +136,8 @@ def log_cost_vectors(n: int, params: int, candidates: int, decisions: int, piece
                      degree: int = 1) -> float:
     """ln C(N), C(N) = Π(N·M₁): a bound on the number of distinct cost vectors the class has on N instances."""
     _check_structure(params, pieces, boundaries, degree)
-    m1 = history_polynomials(step_polynomials(candidates, pieces, boundaries), candidates, decisions)
-    return math.log(2) * log2_sign_patterns(n * m1, params, degree) if m1 else 0.0
+    m1 = _Count(step_polynomials(candidates, pieces, boundaries), candidates, decisions)
+    return math.log(2) * m1.log2_patterns(n, params, degree) if m1.exact != 0 and n > 0 else 0.0
 
 
 def _check_sample(n: int, delta: float, cap: float) -> None:
@@ -205,15 +239,17 @@ class BoundRow:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["eps"] = {str(k): v for k, v in self.eps.items()}
+        d["log2_m1"] = self.log2_m1 if math.isfinite(self.log2_m1) else None  # M₁ = 0: strict JSON has no -inf
         return d
 
 
 def bound_row(shape: ClassShape, candidates: int, decisions: int, cap: float, ns: list[int],
               delta: float = 0.05) -> BoundRow:
     """Pdim bound and ε(N) at each N for one class at (K, S, H)."""
-    m1 = history_polynomials(step_polynomials(candidates, shape.pieces, shape.boundaries), candidates, decisions)
+    m1 = _Count(step_polynomials(candidates, shape.pieces, shape.boundaries), candidates, decisions)
+    log2_m1 = m1.log2 if m1.exact is None else (math.log2(m1.exact) if m1.exact else float("-inf"))
     pdim = pdim_bound(shape.params, candidates, decisions, shape.pieces, shape.boundaries, shape.degree)
     eps = {n: epsilon_uniform(n, delta, cap, shape.params, candidates, decisions, shape.pieces, shape.boundaries,
                               shape.degree) for n in ns}
     return BoundRow(shape.name, shape.params, shape.pieces, shape.boundaries, shape.degree, candidates, decisions,
-                    cap, math.log2(m1) if m1 else float("-inf"), pdim, eps)
+                    cap, log2_m1, pdim, eps)
