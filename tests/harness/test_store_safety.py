@@ -185,3 +185,14 @@ def test_any_json_in_a_stored_file_is_read_or_left_out(tmp_path_factory, name, k
         assert len(scan(root)[1]) <= 1
         return
     write_report(root, root / "r.html", presets=None)
+
+
+@pytest.mark.parametrize("damage", ["seed is text", "metrics nested 200,000 deep", "a figure is a folder"])
+def test_reproduce_recomputes_a_damaged_run(tmp_path, capsys, damage):
+    root = tmp_path / "runs"
+    bad = run_study("toy-mean", "smoke", seed=1, root=root)
+    DAMAGE[damage](bad.run_dir)
+    code, _, err = _cli(capsys, "reproduce", "toy-mean", "-p", "smoke", "--seeds", "2", "--backend", "serial",
+                        "--root", str(root), "--quiet")  # fmt: skip
+    assert code == 0, err
+    assert StoredRun.load(bad.run_dir).metrics == bad.metrics and scan(root)[1] == []

@@ -106,7 +106,9 @@ class _Count:
         """log₂ Π(n·M₁) (Warren), for n ≥ 1."""
         if self.exact is not None:
             return log2_sign_patterns(n * self.exact, params, degree)
-        log2_n = math.log2(n) + self.log2  # > EXACT_BITS - 64: far above any W
+        log2_n = math.log2(n) + self.log2  # > EXACT_BITS - 64: far above any W in practice
+        if log2_n < math.log2(params):  # n·M₁ < W: every sign pattern
+            return 2.0**log2_n
         warren = params * (LOG2_4E + math.log2(degree) + log2_n - math.log2(params))
         return warren if math.log2(warren) < log2_n else 2.0**log2_n
 
