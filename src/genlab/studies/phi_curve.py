@@ -300,7 +300,7 @@ class PhiCurve(Study):
         ratio_min: float = 0.1
         ratio_max: float = 4.0
         num_p: int = 27
-        reps: int = 40
+        reps: int = 200  # 2026-12-04: 40 -> 200 so the per-point equivalence tests can decide (see the docs)
         de_points: int = 240
         sweep_ratios: tuple[float, ...] = (0.5, 2.0)
         sweep_lams: int = 40
@@ -313,14 +313,14 @@ class PhiCurve(Study):
         ridge_gamma_min: float = 0.25
         ridge_gamma_max: float = 4.0
         ridge_num_n: int = 21
-        ridge_reps: int = 20
+        ridge_reps: int = 100
         # digits: erf random features, n training points from the pool, held-out test set
         digits: bool = True
         digits_n: int = 300
         digits_p_max: int = 1200
         digits_num_p: int = 25
         digits_lams: tuple[float, ...] = (1e-4, 5e-3)
-        digits_reps: int = 5
+        digits_reps: int = 20
         digits_test_fraction: float = 0.28
         digits_pool: int = 0  # 0 = the whole training pool
         digits_input_scale: float = 0.25  # pixels in [0, 1] times this: erf less saturated (see the docs)
@@ -380,9 +380,9 @@ class PhiCurve(Study):
         },
         "quick": {},
         "full": {
-            "k": 800, "num_p": 60, "reps": 200, "de_points": 600, "sweep_lams": 80,
-            "ridge_d": 1000, "ridge_num_n": 40, "ridge_reps": 10, "ridge_gamma_min": 0.1,
-            "digits_num_p": 60, "digits_reps": 20,
+            "k": 800, "num_p": 60, "reps": 500, "de_points": 600, "sweep_lams": 80,
+            "ridge_d": 1000, "ridge_num_n": 40, "ridge_reps": 20, "ridge_gamma_min": 0.1,
+            "digits_num_p": 60, "digits_reps": 50,
         },
     }
 
