@@ -11,6 +11,7 @@ import torch
 from genlab.harness import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from genlab.harness.torch_setup import setup_torch
 from genlab.studies.state_tracking import (
+    CP_SWEEP,
     JobSpec,
     StateTracking,
     _adam_step,
@@ -174,7 +175,7 @@ def _spec(**kw) -> JobSpec:
 
 
 def test_train_job_is_deterministic_and_picks_one_lr_per_seed() -> None:
-    a, b = train_job(_spec()), train_job(_spec())
+    (a,), (b,) = train_job(_spec()), train_job(_spec())
     assert a["acc"] == b["acc"] and a["curve"] == b["curve"]
     assert len(a["lr"]) == 2 and set(a["lr"]) <= {1e-2, 3e-3}
     assert len(a["acc"]["30"]) == 2 and len(a["acc_all_members"]["30"]) == 4
@@ -182,8 +183,8 @@ def test_train_job_is_deterministic_and_picks_one_lr_per_seed() -> None:
 
 
 def test_full_bilinear_learns_parity_and_generalises_to_length_200() -> None:
-    out = train_job(_spec(hidden=8, steps=250, lrs=(1e-2,), seeds=1, train_max_len=10,
-                          eval_lengths=(10, 200), eval_samples=64, log_every=50))
+    (out,) = train_job(_spec(hidden=8, steps=250, lrs=(1e-2,), seeds=1, train_max_len=10,
+                             eval_lengths=(10, 200), eval_samples=64, log_every=50))
     assert out["acc"]["10"][0] == 1.0 and out["acc"]["200"][0] == 1.0
     assert out["curve"][-1][1] < out["curve"][0][1]
 
@@ -195,10 +196,31 @@ def test_quick_jobs_sweep_every_cp_rank_on_every_rank_task_once() -> None:
 
     cfg = StateTracking.config("quick")
     ctx = SimpleNamespace(seed_for=lambda *a: 0, device="cpu")
-    pairs = [(s.task, s.model) for s in StateTracking().jobs(cfg, ctx)]
+    specs = StateTracking().jobs(cfg, ctx)
+    pairs = [(s.task, s.model) for s in specs]
     assert len(pairs) == len(set(pairs))  # `full` on parity/mod3/s3 is not trained twice
     for t in ("parity", "mod3", "mod5", "s3"):
-        assert {(t, f"cp{r}") for r in (1, 2, 4, 16)} | {(t, "full")} <= set(pairs)
+        assert {(t, CP_SWEEP), (t, "full")} <= set(pairs)
+    assert {s.ranks for s in specs if s.model == CP_SWEEP} == {(1, 2, 3, 4, 8, 16)}
     assert ("mod5", "rotation") not in pairs  # the sweep adds only CP ranks and `full`
     with pytest.raises(Exception, match="cp_ranks"):
         StateTracking.config("quick", {"cp_ranks": (0, 4)})
+
+
+def test_cp_sweep_trains_every_rank_as_a_masked_member_block() -> None:
+    """One ensemble, one result per rank; a member of rank r uses r components: the masked ones get no gradient
+    and the parameter count is cp<r>'s."""
+    from genlab.nn.bilinear_rnn import CPBilinear, make_cell
+
+    out = train_job(_spec(model=CP_SWEEP, ranks=(1, 3), seeds=2, lrs=(1e-2,), hidden=4))
+    assert [r["model"] for r in out] == ["cp1", "cp3"]
+    for r, rank in zip(out, (1, 3), strict=True):
+        cell = make_cell(f"cp{rank}", 2, 4)
+        n_cell = sum(p[0].numel() for p in cell.parameters())
+        assert r["params_per_model"] == n_cell + 4 * 2 + 2  # + readout and its bias
+        assert len(r["acc"]["30"]) == 2
+    cell = CPBilinear(2, 4, 3, ensemble=2, member_ranks=[1, 3])
+    h = cell(torch.nn.functional.one_hot(torch.randint(0, 2, (2, 5, 6)), 2).float())
+    h.sum().backward()
+    assert torch.all(cell.W1.grad[0, :, 1:] == 0) and torch.all(cell.Wx.grad[0, :, 1:] == 0)
+    assert torch.any(cell.W1.grad[1, :, 2] != 0)

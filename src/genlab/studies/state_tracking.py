@@ -21,6 +21,7 @@ import numpy as np
 from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
 
 SOLVED = 0.95  # accuracy counted as "solves"
+CP_SWEEP = "cp-sweep"  # a JobSpec model: every rank of ``JobSpec.ranks`` as members of one masked CP ensemble
 FAIL_FRACTION = 1 / 3  # "fails": accuracy below chance + FAIL_FRACTION * (1 - chance)
 
 
@@ -47,6 +48,7 @@ class JobSpec:
     task_seed: int
     log_every: int
     device: str = "cpu"
+    ranks: tuple[int, ...] = ()  # for model CP_SWEEP: the CP ranks trained together (one block of members each)
 
 
 def _adam_step(params, grads, state, lr, t, clip, betas=(0.9, 0.999), eps=1e-8):  # type: ignore[no-untyped-def]
@@ -63,21 +65,28 @@ def _adam_step(params, grads, state, lr, t, clip, betas=(0.9, 0.999), eps=1e-8):
         p.data.sub_(step * lr.view(shape))
 
 
-def train_job(spec: JobSpec) -> dict[str, Any]:
-    """Train one (task, model) ensemble and evaluate it; returns per-member accuracies and curves."""
+def train_job(spec: JobSpec) -> list[dict[str, Any]]:
+    """Train one (task, model) ensemble and evaluate it; returns per-member accuracies and curves, one result per
+    model (one per rank for a CP sweep)."""
     import torch
 
     from genlab.data.state_tracking import make_task, sample_batch, sample_fixed_length
     from genlab.harness.torch_setup import setup_torch
-    from genlab.nn.bilinear_rnn import StateTrackingRNN, make_cell
+    from genlab.nn.bilinear_rnn import CPBilinear, StateTrackingRNN, make_cell
 
     setup_torch(1)
     start, cpu_start = time.perf_counter(), time.process_time()
     task = make_task(spec.task, seed=spec.task_seed)
     n_lr = len(spec.lrs)
-    E = spec.seeds * n_lr  # member m = seed * n_lr + lr index
+    block = spec.seeds * n_lr  # members of one model: member m = rank block * block + seed * n_lr + lr index
+    names = [f"cp{r}" for r in spec.ranks] if spec.model == CP_SWEEP else [spec.model]
+    E = block * len(names)
     gen = torch.Generator().manual_seed(spec.init_seed)
-    cell = make_cell(spec.model, task.vocab, spec.hidden, E, gen)
+    if spec.model == CP_SWEEP:
+        cell = CPBilinear(task.vocab, spec.hidden, max(spec.ranks), ensemble=E, generator=gen,
+                          member_ranks=[spec.ranks[m // block] for m in range(E)])
+    else:
+        cell = make_cell(spec.model, task.vocab, spec.hidden, E, gen)
     dev = torch.device(spec.device)
     model = StateTrackingRNN(cell, task.vocab, task.n_states, gen).to(dev)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -126,28 +135,33 @@ def train_job(spec: JobSpec) -> dict[str, Any]:
                 best = np.maximum(best, (preds == labels).mean(1))
             acc[str(length)] = best.tolist()
             chance[str(length)] = float(np.bincount(labels.ravel(), minlength=task.n_states).max() / labels.size)
-    # pick, per seed, the learning rate with the best in-distribution accuracy (ties: lower loss)
-    chosen = []
-    for s in range(spec.seeds):
-        members = range(s * n_lr, (s + 1) * n_lr)
-        chosen.append(max(members, key=lambda m: (round(float(val_acc[m]), 4), -float(val_loss[m]))))
-    return {
-        "task": spec.task,
-        "model": spec.model,
-        "acc": {k: [v[m] for m in chosen] for k, v in acc.items()},
-        "acc_all_members": acc,
-        "chance": chance,
-        "val_acc": [float(val_acc[m]) for m in chosen],
-        "lr": [spec.lrs[m % n_lr] for m in chosen],
-        "curve": [[c[0], *[c[1 + m] for m in chosen]] for c in curve],
-        "params_per_model": sum(p[0].numel() for p in params),
-        "train_s": train_s,
-        "wall_s": time.perf_counter() - start,
-        "cpu_s": time.process_time() - cpu_start,
-        "n_states": task.n_states,
-        "vocab": task.vocab,
-        "abelian": task.commutes(),
-    }
+    params_all = sum(p[0].numel() for p in params)
+    out = []
+    for b, name in enumerate(names):
+        # pick, per seed, the learning rate with the best in-distribution accuracy (ties: lower loss)
+        chosen = []
+        for s in range(spec.seeds):
+            members = range(b * block + s * n_lr, b * block + (s + 1) * n_lr)
+            chosen.append(max(members, key=lambda m: (round(float(val_acc[m]), 4), -float(val_loss[m]))))
+        masked = (max(spec.ranks) - spec.ranks[b]) * (2 * spec.hidden + task.vocab) if spec.model == CP_SWEEP else 0
+        out.append({
+            "task": spec.task,
+            "model": name,
+            "acc": {k: [v[m] for m in chosen] for k, v in acc.items()},
+            "acc_all_members": {k: v[b * block:(b + 1) * block] for k, v in acc.items()},
+            "chance": chance,
+            "val_acc": [float(val_acc[m]) for m in chosen],
+            "lr": [spec.lrs[m % n_lr] for m in chosen],
+            "curve": [[c[0], *[c[1 + m] for m in chosen]] for c in curve],
+            "params_per_model": params_all - masked,
+            "train_s": train_s / len(names),
+            "wall_s": (time.perf_counter() - start) / len(names),
+            "cpu_s": (time.process_time() - cpu_start) / len(names),
+            "n_states": task.n_states,
+            "vocab": task.vocab,
+            "abelian": task.commutes(),
+        })
+    return out
 
 
 def _predict(model, tokens: np.ndarray, normalize: bool | None, hidden: int) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -382,7 +396,7 @@ class StateTracking(Study):
         # parity/mod3 and posdiag+add on mod3/S3 (figure only) were dropped from quick to pay for 5 seeds
         extra_pairs: tuple[str, ...] = ("rotation:s3", "posdiag+add:parity")
         # CP-rank sweep (claim "cp-rank-grows"): cp<r> for every rank on every rank task, and `full` there too
-        cp_ranks: tuple[int, ...] = (1, 2, 4, 16)
+        cp_ranks: tuple[int, ...] = (1, 2, 3, 4, 8, 16)  # one masked ensemble per task (3 and 8 added 2026-12-04)
         rank_tasks: tuple[str, ...] = ("parity", "mod3", "mod5", "s3")
         ablation_tasks: tuple[str, ...] = ("parity",)  # tasks for the "full+add" ablation
         baseline_tasks: tuple[str, ...] = ("parity", "mod3")  # tasks for the LSTM baseline (added 2026-12-04)
@@ -420,8 +434,8 @@ class StateTracking(Study):
                 raise ValueError("tasks and models must be non-empty")
             for t in (*self.tasks, *self.ablation_tasks, *self.baseline_tasks, *self.rank_tasks):
                 make_task(t)
-            if any(r < 1 for r in self.cp_ranks):
-                raise ValueError(f"cp_ranks must be >= 1, got {self.cp_ranks}")
+            if any(r < 1 or r > self.hidden for r in self.cp_ranks):
+                raise ValueError(f"cp_ranks must be in [1, hidden], got {self.cp_ranks}")
             extra = [e.split(":") for e in self.extra_pairs]
             if any(len(e) != 2 for e in extra):
                 raise ValueError(f"extra_pairs entries must read 'model:task', got {self.extra_pairs}")
@@ -491,7 +505,7 @@ class StateTracking(Study):
 
     def jobs(self, cfg: Config, ctx: RunContext) -> list[JobSpec]:
         pairs = [(t, mdl) for mdl in cfg.models for t in cfg.tasks]
-        sweep = ["full", *(f"cp{r}" for r in cfg.cp_ranks)] if cfg.rank_tasks else []
+        sweep = ["full", CP_SWEEP] if cfg.rank_tasks and cfg.cp_ranks else []  # every CP rank in one ensemble
         pairs += [(t, mdl) for mdl in sweep for t in cfg.rank_tasks if (t, mdl) not in pairs]
         pairs += [(t, "full+add") for t in cfg.ablation_tasks]
         pairs += [(t, "lstm") for t in cfg.baseline_tasks if "lstm" not in cfg.models]
@@ -505,6 +519,7 @@ class StateTracking(Study):
                 lr_schedule=cfg.lr_schedule, init_seed=ctx.seed_for("init", t, mdl),
                 data_seed=ctx.seed_for("data", t, mdl),
                 task_seed=ctx.seed_for("task", t), log_every=cfg.log_every, device=ctx.device,
+                ranks=tuple(sorted(set(cfg.cp_ranks))) if mdl == CP_SWEEP else (),
             ))
         return specs
 
@@ -515,11 +530,11 @@ class StateTracking(Study):
         setup_torch(1)
         specs = self.jobs(cfg, ctx)
         # heaviest first for load balance: loop cells with many parameters per step
-        cost = {"full": 8.0, "full+add": 8.0, "lstm": 5.0, "block2": 3.0, "block4": 3.0}
+        cost = {"full": 8.0, "full+add": 8.0, "lstm": 5.0, "block2": 3.0, "block4": 3.0, CP_SWEEP: 4.0}
         specs.sort(key=lambda s: -cost.get(s.model, 1.0) * (6.0 if s.task.startswith(("a", "s5")) else 1.0))
         processes = cfg.workers if ctx.device == "cpu" else 1  # one process owns the GPU
         with ctx.timer("training"):
-            results = ctx.map(train_job, specs, processes=processes, desc="state tracking")
+            results = [r for rs in ctx.map(train_job, specs, processes=processes, desc="state tracking") for r in rs]
         for res in results:
             self._log_job(res, ctx)
 
