@@ -477,7 +477,7 @@ class STDWStudy(Study):
         hidden: tuple[int, ...] = (128, 128)
         batch: int = 64
         source_epochs: int = 20
-        epochs_per_step: int = 5
+        epochs_per_step: int = 10  # GOAT's self_train epochs per domain (MNIST, colour MNIST); every arm alike
         confidence_q: float = 0.1
         labels: str = "online"  # STDW pseudo-labels: "online" (per batch, the paper) or "domain" (frozen teacher)
         goat_generated: int = 2  # GOAT: generated domains between each pair of consecutive given domains
