@@ -111,27 +111,3 @@ def test_multi_index_finetuned_head_follows_the_teacher_labels():
     none = multi_index_run(**args, rng=np.random.default_rng(6), finetune_steps=0)
     assert none["finetune_stop_step"] == 0
     assert none["student_finetuned_head"] == pytest.approx(none["pretrained_only"], abs=1e-9)  # untouched head
-
-
-def test_finetuned_head_claim_needs_a_real_share_of_the_gain():
-    from genlab.studies.w2s_ridge import W2SRidge, _claim_finetuned_head
-
-    cfg = W2SRidge.config("quick")
-    mean = {"teacher": 2.2, "student": 1.4, "finetune_gain": 0.0035, "student_finetuned_head": 2.1965,
-            "finetune_stop_step": 75.0}
-    se = {k: 0.0004 for k in mean}
-    assert _claim_finetuned_head({"multi_index": {"mean": mean, "se": se}}, cfg).held is False  # significant, tiny
-    mean["finetune_gain"] = 0.5
-    assert _claim_finetuned_head({"multi_index": {"mean": mean, "se": se}}, cfg).held is True
-
-
-def test_under_regularisation_claims_read_every_sweep():
-    from genlab.studies.w2s_ridge import W2SRidge, _claim_under_reg_robust
-
-    cfg = W2SRidge.config("quick")
-    good = {"lam_t_factor": [0.1, 1.0, 10.0], "de_best_gain": [-0.5, 0.0, 0.0], "de_teacher": [2.0, 1.0, 1.5],
-            "mc_best_gain": [-0.5, 0.0, 0.0], "mc_best_gain_se": [0.01, 0.001, 0.001]}
-    assert _claim_under_reg_robust({"sweep_underparam": good, "sweep_powerlaw": good}, cfg).held is True
-    flat = dict(good, mc_best_gain=[-0.01, 0.0, 0.0])  # the gain below λ_opt is within noise
-    assert _claim_under_reg_robust({"sweep_underparam": good, "sweep_powerlaw": flat}, cfg).held is False
-    assert _claim_under_reg_robust({"sweep": good}, cfg).held is None

@@ -164,33 +164,3 @@ def digits_rf_mc(
             pool[start : start + m, j] = ((pred_pool - y_pool[None, :, None]) ** 2).mean(1)
             norm[start : start + m, j] = (coef**2).sum(-1)
     return test, pool, norm
-
-
-def de_agreement(
-    de: np.ndarray,
-    mc_mean: np.ndarray,
-    mc_se: np.ndarray,
-    in_window: np.ndarray,
-    tol: float,
-    tol_window: float,
-    z: float = 1.96,
-) -> dict[str, float]:
-    """Compare DE values with Monte Carlo means point by point.
-
-    A point passes when |DE − MC| ≤ tol·|MC| + z·SE (the DE lies within ``tol`` of the MC mean's confidence
-    interval); points flagged ``in_window`` use ``tol_window``. Returns counts and the largest relative errors.
-    """
-    de, mc_mean, mc_se = (np.asarray(a, float) for a in (de, mc_mean, mc_se))
-    in_window = np.broadcast_to(np.asarray(in_window, bool), de.shape)
-    rel = np.abs(de - mc_mean) / np.abs(mc_mean)
-    allowed = np.where(in_window, tol_window, tol) * np.abs(mc_mean) + z * mc_se
-    ok = np.abs(de - mc_mean) <= allowed
-    out = ~in_window
-    return {
-        "points": int(de.size),
-        "failed": int((~ok).sum()),
-        "max_rel_err_outside_window": float(rel[out].max()) if out.any() else float("nan"),
-        "median_rel_err_outside_window": float(np.median(rel[out])) if out.any() else float("nan"),
-        "max_rel_err_window": float(rel[in_window].max()) if in_window.any() else float("nan"),
-        "max_rel_se": float((mc_se / np.abs(mc_mean)).max()),
-    }

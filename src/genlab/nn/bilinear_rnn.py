@@ -179,6 +179,11 @@ class CPBilinear(_LoopCell):
 
     Initialised so that ``W1 diag(1) W2ᵀ`` is the identity (R ≥ H) or an orthogonal projection (R < H),
     plus noise; ``Wx = 1 + N(0, init_scale²/4)``.
+
+    ``member_ranks`` (one per ensemble member, each ≤ ``rank`` ≤ H) trains members of several ranks in one
+    ensemble: member e uses only its first ``member_ranks[e]`` components (the others are masked to zero and get no
+    gradient), which is a rank-``member_ranks[e]`` cell with the same initial distribution (the first r of R
+    orthonormal columns are orthonormal).
     """
 
     def __init__(
@@ -189,10 +194,17 @@ class CPBilinear(_LoopCell):
         ensemble: int = 1,
         init_scale: float = 1.0,
         generator: torch.Generator | None = None,
+        member_ranks: list[int] | tuple[int, ...] | None = None,
     ) -> None:
         super().__init__(input_dim, hidden, ensemble)
         if rank < 1:
             raise ValueError(f"rank must be >= 1, got {rank}")
+        mask = torch.ones(ensemble, rank)
+        if member_ranks is not None:
+            if len(member_ranks) != ensemble or min(member_ranks) < 1 or max(member_ranks) > min(rank, hidden):
+                raise ValueError(f"member_ranks needs {ensemble} ranks in [1, min(rank, hidden)], got {member_ranks}")
+            mask = (torch.arange(rank)[None] < torch.as_tensor(member_ranks)[:, None]).float()
+        self.register_buffer("rank_mask", mask)
         E, D, H, R = ensemble, input_dim, hidden, rank
         self.rank = rank
         q, _ = torch.linalg.qr(_randn(generator, E, max(H, R), min(H, R)))
@@ -205,11 +217,11 @@ class CPBilinear(_LoopCell):
 
     def transition(self, x_t: Tensor) -> Tensor:
         """The matrices ``A(x_t)`` of shape (E, B, H, H)."""
-        c = torch.einsum("ebd,edr->ebr", x_t, self.Wx)
+        c = torch.einsum("ebd,edr->ebr", x_t, self.Wx) * self.rank_mask[:, None]
         return torch.einsum("eir,ebr,ejr->ebij", self.W1, c, self.W2)
 
     def prepare(self, x: Tensor) -> object:
-        return torch.einsum("ebtd,edr->ebtr", x, self.Wx)
+        return torch.einsum("ebtd,edr->ebtr", x, self.Wx) * self.rank_mask[:, None, None]
 
     def step(self, h: Tensor, x_t: Tensor, t: int, cache: object) -> Tensor:
         z = torch.bmm(h, self.W2) * cache[:, :, t]  # type: ignore[index]

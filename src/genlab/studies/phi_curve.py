@@ -22,14 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
+from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
 from genlab.measures.deterministic_equivalents import (
     empirical_kernel_spectrum,
     erf_kernel,
     rf_ridge_de,
     ridge_de,
 )
-from genlab.measures.ridge_simulation import de_agreement, digits_rf_mc, power_law_problem, rf_ridge_mc, ridge_mc
+from genlab.measures.ridge_simulation import digits_rf_mc, power_law_problem, rf_ridge_mc, ridge_mc
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -72,19 +72,13 @@ def affine_fit(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
     }
 
 
-def count_peaks(x: np.ndarray, y: np.ndarray, y_se: np.ndarray | None = None, z: float = 2.0) -> int:
-    """Interior local maxima of y along the x axis (points sorted by x). With standard errors, a point counts only
-    when it exceeds both neighbours by more than z times their combined standard error."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    se = np.zeros_like(y) if y_se is None else np.asarray(y_se, float)
-    order = np.argsort(x)
-    y, se = y[order], se[order]
+def count_peaks(x: np.ndarray, y: np.ndarray) -> int:
+    """Interior local maxima of y along the x axis (points sorted by x): for a deterministic curve (the DE)."""
+    order = np.argsort(np.asarray(x, float))
+    y = np.asarray(y, float)[order]
     if y.size < 3:
         return 0
-    mid, left, right = y[1:-1], y[:-2], y[2:]
-    margin_l = z * np.hypot(se[1:-1], se[:-2])
-    margin_r = z * np.hypot(se[1:-1], se[2:])
-    return int(((mid - left > margin_l) & (mid - right > margin_r)).sum())
+    return int(((y[1:-1] > y[:-2]) & (y[1:-1] > y[2:])).sum())
 
 
 def _mean_se(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -93,85 +87,82 @@ def _mean_se(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a.mean(0), se
 
 
-def _summaries(
-    block: Mapping[str, Any], cfg: Any, sizes_key: str, shape: bool = True, shape_risk: str = "risk",
-    tol: tuple[float, float] | None = None,
-) -> dict[str, Any]:
-    """Claims' numbers for one model family: DE-vs-MC agreement (relative tolerances ``tol`` outside / inside the
-    interpolation window, default (cfg.tol, cfg.tol_window)) and, with ``shape``, the affine fit and peak counts at
-    the smallest λ (of the Monte Carlo quantity ``shape_risk``: "risk", or "test" for held-out MSE)."""
-    tol_out, tol_in = tol or (cfg.tol, cfg.tol_window)
-    ratio = np.asarray(block[sizes_key], float)
-    lams = np.asarray(block["lams"], float)
-    mc, de = block["mc"], block["de_at_mc"]
+def _keep_mask(ratio: np.ndarray, lams: np.ndarray, cfg: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(in the interpolation window, points the agreement claims test): tiny λ inside the window are left out, the
+    Monte Carlo variance being unbounded there (see the brief's pitfalls)."""
     in_win = np.broadcast_to((ratio[:, None] >= cfg.window[0]) & (ratio[:, None] <= cfg.window[1]),
                              (ratio.size, lams.size))
-    # tiny λ near interpolation: the MC variance is unbounded there (see the brief's pitfalls): skip those points
-    keep = ~(in_win & (lams[None, :] < cfg.min_lam_window))
-    out: dict[str, Any] = {}
+    return in_win, ~(in_win & (lams[None, :] < cfg.min_lam_window))
+
+
+def agreement_tests(block: Mapping[str, Any], cfg: Any, sizes_key: str, tol: tuple[float, float]) -> list[Any]:
+    """One equivalence test (TOST, Student-t over the independent repetitions) per tested (size, λ) point and
+    quantity: the relative error (MC − DE)/DE of each repetition, whose mean must lie inside ±tol (tol[1] inside
+    the interpolation window). A noisier Monte Carlo widens the CI and makes agreement harder to show, not easier."""
+    ratio, lams = np.asarray(block[sizes_key], float), np.asarray(block["lams"], float)
+    in_win, keep = _keep_mask(ratio, lams, cfg)
+    parts = []
     for q in ("risk", "norm"):
-        mean, se, d = (np.asarray(a, float) for a in (mc[f"{q}_mean"], mc[f"{q}_se"], de[q]))
-        out[f"agree_{q}"] = de_agreement(d[keep], mean[keep], se[keep], in_win[keep], tol_out, tol_in)
-    if not shape:
-        return out
-    li = int(np.argmin(lams))
-    over = ratio >= cfg.window[1]
-    r_mc, r_se = np.asarray(mc[f"{shape_risk}_mean"])[:, li], np.asarray(mc[f"{shape_risk}_se"])[:, li]
-    n_mc = np.asarray(mc["norm_mean"])[:, li]
+        reps = np.asarray(block["mc"][f"{q}_reps"], float)
+        de = np.asarray(block["de_at_mc"][q], float)
+        for i, j in zip(*np.nonzero(keep), strict=True):
+            t = tol[1] if in_win[i, j] else tol[0]
+            parts.append(decide.mean((reps[:, i, j] - de[i, j]) / de[i, j], within=(-t, t)))
+    return parts
+
+
+def _agreement(parts: list[Any], note: str, **numbers: Any) -> Any:
+    """All points must agree (an intersection); the numbers say how many were shown inside, outside or neither."""
+    helds = [e.held for e in parts]
+    effects = np.array([e.test.effect for e in parts])
+    return decide.all_of(*parts, note=note, points=len(parts), inside=helds.count(True), outside=helds.count(False),
+                         undecided=helds.count(None), max_abs_mean_rel_err=float(np.nanmax(np.abs(effects))),
+                         **numbers)
+
+
+def _branch(block: Mapping[str, Any], cfg: Any, j: int, risk: str = "risk") -> tuple[np.ndarray, np.ndarray]:
+    """Per-repetition (norm, risk) on the over-parameterised branch (p ≥ window[1]·n) at the j-th λ."""
+    over = np.asarray(block["ratio"], float) >= cfg.window[1]
+    return (np.asarray(block["mc"]["norm_reps"], float)[:, over, j],
+            np.asarray(block["mc"][f"{risk}_reps"], float)[:, over, j])
+
+
+def jackknife_r2(norm: np.ndarray, risk: np.ndarray) -> np.ndarray:
+    """Tukey's jackknife pseudo-values of the R² of the affine fit of the *mean* risk on the *mean* norm (a smooth
+    function of means over repetitions): n·R² − (n − 1)·R²₍₋ᵢ₎, one per repetition; a t-test on them is the
+    jackknife CI of that R²."""
+    n = norm.shape[0]
+    full = affine_fit(norm.mean(0), risk.mean(0))["r2"]
+    loo = np.array([affine_fit(np.delete(norm, i, 0).mean(0), np.delete(risk, i, 0).mean(0))["r2"]
+                    for i in range(n)])
+    return n * full - (n - 1) * loo
+
+
+def spearman_per_rep(norm: np.ndarray, risk: np.ndarray) -> np.ndarray:
+    """Spearman's rank correlation of risk with norm along the branch, one per repetition (1: monotone, no peak)."""
+    from scipy import stats
+
+    return np.array([stats.spearmanr(a, b).statistic for a, b in zip(norm, risk, strict=True)])
+
+
+def _de_branch(block: Mapping[str, Any], cfg: Any, j: int, key: str) -> tuple[np.ndarray, np.ndarray]:
     curve = block["de_curve"]
-    c_ratio = np.asarray(curve[sizes_key], float)
-    c_over = c_ratio >= cfg.window[1]
-    c_risk, c_norm = np.asarray(curve["risk"])[:, li], np.asarray(curve["norm"])[:, li]
-    out["ridgeless_lam"] = float(lams[li])
-    out["fit_mc"] = affine_fit(n_mc[over], r_mc[over])
-    out["fit_de"] = affine_fit(c_norm[c_over], c_risk[c_over])
-    out["peaks_norm_axis_mc"] = count_peaks(n_mc[over], r_mc[over], r_se[over])
-    out["peaks_norm_axis_de"] = count_peaks(c_norm[c_over], c_risk[c_over])
-    out["peaks_size_axis_de"] = count_peaks(c_ratio, c_risk)
-    out["shape_by_lam"] = [_shape_at(block, mc, curve, sizes_key, shape_risk, over, c_over, j, cfg)
-                           for j in np.flatnonzero(lams <= cfg.shape_lam_max)]
-    peak = int(np.argmax(r_mc))
-    out["mc_peak_ratio"] = float(ratio[peak])
-    out["mc_peak_risk"] = float(r_mc[peak])
-    out["mc_min_risk_below_peak"] = float(r_mc[:peak].min()) if peak > 0 else float("nan")
-    out["mc_last_risk"] = float(r_mc[-1])
-    return out
+    over = np.asarray(curve[key], float) >= cfg.window[1]
+    return np.asarray(curve["norm"])[over, j], np.asarray(curve["risk"])[over, j]
 
 
-def _shape_at(block: Mapping[str, Any], mc: Mapping[str, Any], curve: Mapping[str, Any], sizes_key: str,
-              shape_risk: str, over: np.ndarray, c_over: np.ndarray, j: int, cfg: Any) -> dict[str, float]:
-    """The shape numbers (affine fit of risk on norm, peaks along the norm axis) at the j-th λ."""
-    r_mc, r_se = np.asarray(mc[f"{shape_risk}_mean"])[:, j], np.asarray(mc[f"{shape_risk}_se"])[:, j]
-    n_mc = np.asarray(mc["norm_mean"])[:, j]
-    c_risk, c_norm = np.asarray(curve["risk"])[:, j], np.asarray(curve["norm"])[:, j]
-    return {
-        "lam": float(block["lams"][j]),
-        "r2_mc": affine_fit(n_mc[over], r_mc[over])["r2"],
-        "de_max_rel_resid": affine_fit(c_norm[c_over], c_risk[c_over])["max_rel_resid"],
-        "peaks_mc": count_peaks(n_mc[over], r_mc[over], r_se[over]),
-        "peaks_de": count_peaks(c_norm[c_over], c_risk[c_over]),
-    }
+def _shape_lams(block: Mapping[str, Any], cfg: Any) -> list[int]:
+    return [int(j) for j in np.flatnonzero(np.asarray(block["lams"]) <= cfg.shape_lam_max)]
 
 
 # ---------------------------------------------------------------------------------------------------------
 # claims
 # ---------------------------------------------------------------------------------------------------------
-def _agree_claim(family: str):
+def _agree_claim(family: str, sizes_key: str):
     def check(m: Mapping[str, Any], cfg):
-        s = m["summary"][family]
-        a_r, a_n = s["agree_risk"], s["agree_norm"]
-        return evidence(
-            a_r["failed"] == 0 and a_n["failed"] == 0,
-            note="a point passes if |DE−MC| ≤ tol·MC + 1.96·SE (tol_window inside the window)",
-            tol=m["settings"]["tol"],
-            tol_window=m["settings"]["tol_window"],
-            points=a_r["points"] + a_n["points"],
-            failed=a_r["failed"] + a_n["failed"],
-            risk_max_rel_err_outside=a_r["max_rel_err_outside_window"],
-            norm_max_rel_err_outside=a_n["max_rel_err_outside_window"],
-            risk_max_rel_err_window=a_r["max_rel_err_window"],
-            max_rel_se=max(a_r["max_rel_se"], a_n["max_rel_se"]),
-        )
+        parts = agreement_tests(m[family], cfg, sizes_key, (cfg.tol, cfg.tol_window))
+        return _agreement(parts, "TOST per point: mean relative error (MC − DE)/DE over repetitions inside "
+                          f"±{cfg.tol} (±{cfg.tol_window} in the window)", tol=cfg.tol, tol_window=cfg.tol_window)
 
     return check
 
@@ -186,92 +177,98 @@ def _de_convergence_claim(m: Mapping[str, Any], cfg):
 
 
 def _linear_claim(m: Mapping[str, Any], cfg):
-    s = m["summary"]["rf"]
-    return evidence(
-        s["fit_mc"]["r2"] >= cfg.r2_min and s["fit_de"]["max_rel_resid"] <= cfg.de_resid_max,
-        lam=s["ridgeless_lam"],
-        r2_mc=s["fit_mc"]["r2"],
-        slope_mc=s["fit_mc"]["slope"],
-        slope_de=s["fit_de"]["slope"],
-        de_max_rel_resid=s["fit_de"]["max_rel_resid"],
+    """At the smallest λ: the DE curve's largest relative residual from its affine fit (exact, no sampling) and the
+    MC mean curve's R² (jackknife over repetitions) against r2_min."""
+    block = m["rf"]
+    j = int(np.argmin(block["lams"]))
+    de_fit = affine_fit(*_de_branch(block, cfg, j, "ratio"))
+    pseudo = jackknife_r2(*_branch(block, cfg, j))
+    return decide.all_of(
+        decide.exact(de_fit["max_rel_resid"], below=cfg.de_resid_max),
+        decide.mean(pseudo, above=cfg.r2_min),
+        lam=float(block["lams"][j]),
+        r2_mc=affine_fit(*(a.mean(0) for a in _branch(block, cfg, j)))["r2"],
+        slope_de=de_fit["slope"],
+        de_max_rel_resid=de_fit["max_rel_resid"],
     )
 
 
 def _affine_small_lam_claim(m: Mapping[str, Any], cfg):
-    """The MC line stays straight (R² ≥ r2_min) at every small λ, not only the ridgeless one; the DE's residual
-    (exactly affine only as λ → 0) is reported, not gated."""
-    by_lam = m["summary"]["rf"]["shape_by_lam"]
-    return evidence(
-        bool(by_lam) and all(b["r2_mc"] >= cfg.r2_min for b in by_lam),
-        lams=[b["lam"] for b in by_lam],
-        r2_mc_by_lam=[b["r2_mc"] for b in by_lam],
-        de_max_rel_resid_by_lam=[b["de_max_rel_resid"] for b in by_lam],
+    """The MC mean curve stays straight (jackknife R² > r2_min) at every λ ≤ shape_lam_max; the DE's residual
+    (exactly affine only as λ → 0) is reported, not tested."""
+    block = m["rf"]
+    js = _shape_lams(block, cfg)
+    if not js:
+        return evidence(None, note=f"no λ ≤ {cfg.shape_lam_max}")
+    parts = [decide.mean(jackknife_r2(*_branch(block, cfg, j)), above=cfg.r2_min) for j in js]
+    return decide.all_of(
+        *parts,
+        lams=[float(block["lams"][j]) for j in js],
+        r2_mc_by_lam=[affine_fit(*(a.mean(0) for a in _branch(block, cfg, j)))["r2"] for j in js],
+        de_max_rel_resid_by_lam=[affine_fit(*_de_branch(block, cfg, j, "ratio"))["max_rel_resid"] for j in js],
     )
 
 
+def _no_peak_parts(block: Mapping[str, Any], cfg: Any, j: int, key: str, risk: str) -> list[Any]:
+    """No second peak along the norm axis at the j-th λ: the DE curve has no interior local maximum on the branch
+    (exact), and the MC risk rises monotonically with the norm in each repetition (mean Spearman ρ > rho_min)."""
+    return [decide.exact(count_peaks(*_de_branch(block, cfg, j, key)), below=0.5),
+            decide.mean(spearman_per_rep(*_branch(block, cfg, j, risk)), above=cfg.rho_min)]
+
+
 def _no_second_peak_claim(m: Mapping[str, Any], cfg):
-    s = m["summary"]["rf"]
-    by_lam = s.get("shape_by_lam") or [{"peaks_mc": s["peaks_norm_axis_mc"], "peaks_de": s["peaks_norm_axis_de"]}]
-    return evidence(
-        all(b["peaks_mc"] == 0 and b["peaks_de"] == 0 for b in by_lam),
-        note=f"interior local maxima of risk along the norm axis, over-parameterised branch, every λ ≤ "
-        f"{cfg.shape_lam_max}",
-        peaks_mc_by_lam=[b["peaks_mc"] for b in by_lam],
-        peaks_de_by_lam=[b["peaks_de"] for b in by_lam],
+    block = m["rf"]
+    js = _shape_lams(block, cfg)
+    if not js:
+        return evidence(None, note=f"no λ ≤ {cfg.shape_lam_max}")
+    parts = [p for j in js for p in _no_peak_parts(block, cfg, j, "ratio", "risk")]
+    return decide.all_of(
+        *parts,
+        note=f"over-parameterised branch, every λ ≤ {cfg.shape_lam_max}",
+        peaks_de_by_lam=[count_peaks(*_de_branch(block, cfg, j, "ratio")) for j in js],
+        spearman_mc_by_lam=[float(spearman_per_rep(*_branch(block, cfg, j)).mean()) for j in js],
     )
 
 
 def _double_descent_claim(m: Mapping[str, Any], cfg):
-    s = m["summary"]["rf"]
-    w = m["settings"]["window"]
-    held = (
-        w[0] <= s["mc_peak_ratio"] <= w[1]
-        and s["mc_min_risk_below_peak"] < s["mc_peak_risk"]
-        and s["mc_last_risk"] < s["mc_peak_risk"]
-    )
-    return evidence(
-        held,
-        peak_at_p_over_n=s["mc_peak_ratio"],
-        peak_risk=s["mc_peak_risk"],
-        min_risk_before_peak=s["mc_min_risk_below_peak"],
-        risk_at_largest_p=s["mc_last_risk"],
-        de_peaks_vs_p=s["peaks_size_axis_de"],
+    """At the smallest λ, per repetition: log risk at p = n minus log risk at p = window[0]·n and at the largest p;
+    both differences > 0 (paired t over repetitions). The points are fixed by the grid, not picked from the data."""
+    block = m["rf"]
+    ratio = np.asarray(block["ratio"], float)
+    j = int(np.argmin(block["lams"]))
+    risk = np.log(np.asarray(block["mc"]["risk_reps"], float)[:, :, j])
+    at_n, before, last = (int(np.argmin(np.abs(ratio - r))) for r in (1.0, cfg.window[0], ratio.max()))
+    return decide.all_of(
+        decide.paired(risk[:, at_n], risk[:, before], above=0.0),
+        decide.paired(risk[:, at_n], risk[:, last], above=0.0),
+        p_over_n=[float(ratio[i]) for i in (before, at_n, last)],
+        mean_risk=[float(np.exp(risk[:, i]).mean()) for i in (before, at_n, last)],
+        de_peaks_vs_p=count_peaks(np.asarray(block["de_curve"]["ratio"]), np.asarray(block["de_curve"]["risk"])[:, j]),
     )
 
 
 def _digits_de_claim(m: Mapping[str, Any], cfg):
     """Real data: the DE built from the digits' empirical kernel spectrum against the Monte Carlo pool MSE and norm
-    (the same point rule as the synthetic check, with the wider tolerances digits_tol / digits_tol_window)."""
-    if "digits" not in m["summary"]:
+    (the same equivalence tests as the synthetic check, with the wider tolerances digits_tol / digits_tol_window)."""
+    if "digits" not in m:
         return evidence(None, note="digits variant disabled")
-    a_r, a_n = m["summary"]["digits"]["agree_risk"], m["summary"]["digits"]["agree_norm"]
-    return evidence(
-        a_r["failed"] == 0 and a_n["failed"] == 0,
-        note="a point passes if |DE−MC| ≤ tol·MC + 1.96·SE; inputs scaled by digits_input_scale",
-        input_scale=cfg.digits_input_scale,
-        tol=cfg.digits_tol,
-        tol_window=cfg.digits_tol_window,
-        points=a_r["points"] + a_n["points"],
-        failed_risk=a_r["failed"],
-        failed_norm=a_n["failed"],
-        risk_max_rel_err=a_r["max_rel_err_outside_window"],
-        risk_median_rel_err=a_r["median_rel_err_outside_window"],
-        norm_max_rel_err=a_n["max_rel_err_outside_window"],
-        norm_median_rel_err=a_n["median_rel_err_outside_window"],
-    )
+    parts = agreement_tests(m["digits"], cfg, "ratio", (cfg.digits_tol, cfg.digits_tol_window))
+    return _agreement(parts, f"TOST per point; inputs scaled by digits_input_scale = {cfg.digits_input_scale}",
+                      tol=cfg.digits_tol, tol_window=cfg.digits_tol_window)
 
 
 def _digits_claim(m: Mapping[str, Any], cfg):
-    if "digits" not in m["summary"]:
+    """Held-out test MSE vs ‖â‖² on the branch at the smallest λ: no second peak (DE exact, MC Spearman) and the MC
+    mean curve ≈ affine (jackknife R² > digits_r2_min)."""
+    if "digits" not in m:
         return evidence(None, note="digits variant disabled")
-    s = m["summary"]["digits"]
-    return evidence(
-        s["peaks_norm_axis_mc"] == 0 and s["peaks_norm_axis_de"] == 0 and s["fit_mc"]["r2"] >= cfg.digits_r2_min,
-        note=f"held-out test MSE vs ‖â‖², p ≥ window[1]·n, smallest λ; r2 threshold {cfg.digits_r2_min} (real data, "
-        "few repetitions)",
-        peaks_mc=s["peaks_norm_axis_mc"],
-        peaks_de=s["peaks_norm_axis_de"],
-        r2_mc=s["fit_mc"]["r2"],
+    block = m["digits"]
+    j = int(np.argmin(block["lams"]))
+    return decide.all_of(
+        *_no_peak_parts(block, cfg, j, "ratio", "test"),
+        decide.mean(jackknife_r2(*_branch(block, cfg, j, "test")), above=cfg.digits_r2_min),
+        r2_mc=affine_fit(*(a.mean(0) for a in _branch(block, cfg, j, "test")))["r2"],
+        spearman_mc=float(spearman_per_rep(*_branch(block, cfg, j, "test")).mean()),
     )
 
 
@@ -303,7 +300,7 @@ class PhiCurve(Study):
         ratio_min: float = 0.1
         ratio_max: float = 4.0
         num_p: int = 27
-        reps: int = 40
+        reps: int = 200  # 2026-12-04: 40 -> 200 so the per-point equivalence tests can decide (see the docs)
         de_points: int = 240
         sweep_ratios: tuple[float, ...] = (0.5, 2.0)
         sweep_lams: int = 40
@@ -316,14 +313,14 @@ class PhiCurve(Study):
         ridge_gamma_min: float = 0.25
         ridge_gamma_max: float = 4.0
         ridge_num_n: int = 21
-        ridge_reps: int = 20
+        ridge_reps: int = 100
         # digits: erf random features, n training points from the pool, held-out test set
         digits: bool = True
         digits_n: int = 300
         digits_p_max: int = 1200
         digits_num_p: int = 25
         digits_lams: tuple[float, ...] = (1e-4, 5e-3)
-        digits_reps: int = 5
+        digits_reps: int = 20
         digits_test_fraction: float = 0.28
         digits_pool: int = 0  # 0 = the whole training pool
         digits_input_scale: float = 0.25  # pixels in [0, 1] times this: erf less saturated (see the docs)
@@ -332,8 +329,11 @@ class PhiCurve(Study):
         tol: float = 0.05
         tol_window: float = 0.15
         min_lam_window: float = 1e-3
-        r2_min: float = 0.99
+        r2_min: float = 0.99  # of the MC mean curve (jackknife over repetitions)
         digits_r2_min: float = 0.9  # lower than r2_min: real data, few repetitions
+        # 2026-12-04, chosen after seeing per-repetition values ≈ 0.997 (see the docs): a second peak on the branch
+        # would break the monotone rise of risk with norm and pull Spearman's ρ of a repetition well below this
+        rho_min: float = 0.9
         digits_tol: float = 0.10  # DE vs MC on real data: twice the synthetic tolerances, fixed before the run
         digits_tol_window: float = 0.25
         shape_lam_max: float = 1e-2  # the shape claims (linear φ branch, no second peak) hold at every λ up to this
@@ -380,47 +380,52 @@ class PhiCurve(Study):
         },
         "quick": {},
         "full": {
-            "k": 800, "num_p": 60, "reps": 200, "de_points": 600, "sweep_lams": 80,
-            "ridge_d": 1000, "ridge_num_n": 40, "ridge_reps": 10, "ridge_gamma_min": 0.1,
-            "digits_num_p": 60, "digits_reps": 20,
+            "k": 800, "num_p": 60, "reps": 500, "de_points": 600, "sweep_lams": 80,
+            "ridge_d": 1000, "ridge_num_n": 40, "ridge_reps": 20, "ridge_gamma_min": 0.1,
+            "digits_num_p": 60, "digits_reps": 50,
         },
     }
 
     claims = [
-        Claim("rf-de-matches-mc", "RFRR: deterministic equivalents of risk and norm match Monte Carlo within tolerance",
-              _agree_claim("rf"), kind="identity"),
+        Claim("rf-de-matches-mc", "RFRR: deterministic equivalents of risk and norm match Monte Carlo within ±{tol} "
+              "(±{tol_window} near p = n) at every tested point (TOST over repetitions)",
+              _agree_claim("rf", "ratio"), kind="identity"),
         Claim(
             "rf-de-error-shrinks-with-n",
             "RFRR: the deterministic equivalent's mean relative risk error against Monte Carlo is smaller at "
             "n·{de_large_n_factor} than at n (same p/n grid and λs)", _de_convergence_claim, kind="identity"),
         Claim(
             "ridge-de-matches-mc",
-            "Linear ridge: deterministic equivalents of risk and norm match Monte Carlo within tolerance",
-            _agree_claim("ridge"), kind="identity"),
+            "Linear ridge: deterministic equivalents of risk and norm match Monte Carlo within ±{tol} (±{tol_window} "
+            "near d = n) at every tested point (TOST over repetitions)",
+            _agree_claim("ridge", "gamma"), kind="identity"),
         Claim(
             "double-descent-in-p",
-            "Risk vs parameter count shows double descent at small λ (peak at p ≈ n)", _double_descent_claim),
+            "Risk vs parameter count shows double descent at small λ: the risk at p = n exceeds the risk at p = "
+            "{window[0]}·n and at the largest p (paired t on log risk over repetitions)", _double_descent_claim),
         Claim(
             "risk-affine-in-norm",
-            "Over-parameterised ridgeless RFRR: risk is affine in the norm (MC R² ≥ {r2_min}, DE residual ≤ "
-            "{de_resid_max})", _linear_claim),
+            "Over-parameterised ridgeless RFRR: risk is affine in the norm (MC mean curve R² > {r2_min}, jackknife "
+            "over repetitions; DE residual < {de_resid_max})", _linear_claim),
         Claim(
             "risk-affine-at-small-lambda",
-            "Over-parameterised RFRR: the MC risk stays affine in the norm (R² ≥ {r2_min}) at every λ ≤ "
+            "Over-parameterised RFRR: the MC risk stays affine in the norm (R² > {r2_min}, jackknife) at every λ ≤ "
             "{shape_lam_max}", _affine_small_lam_claim),
         Claim(
             "no-second-peak-in-norm",
             "Risk vs norm has no second peak on the over-parameterised branch at every λ ≤ {shape_lam_max} (no "
-            "double descent in norm)",
+            "double descent in norm: DE without interior maximum, MC Spearman ρ(norm, risk) > {rho_min})",
             _no_second_peak_claim),
         Claim(
             "digits-de-matches-mc",
             "Digits (erf features on real data): the deterministic equivalent from the empirical kernel spectrum "
-            "matches the Monte Carlo pool risk and norm within {digits_tol} ({digits_tol_window} near p = n)",
+            "matches the Monte Carlo pool risk and norm within ±{digits_tol} (±{digits_tol_window} near p = n) at "
+            "every tested point (TOST over repetitions)",
             _digits_de_claim),
         Claim(
             "digits-phi-curve",
-            "Digits (erf features): no second peak in risk vs norm past interpolation, risk ≈ affine in norm",
+            "Digits (erf features): no second peak in test risk vs norm past interpolation (Spearman ρ > {rho_min}), "
+            "risk ≈ affine in norm (R² > {digits_r2_min}, jackknife)",
             _digits_claim),
     ]
 
@@ -443,13 +448,6 @@ class PhiCurve(Study):
         metrics["ridge"] = self._run_ridge(cfg, ctx)
         if cfg.digits:
             metrics["digits"] = self._run_digits(cfg, ctx)
-        metrics["summary"] = {
-            "rf": _summaries(metrics["rf"], cfg, "ratio"),
-            "ridge": _summaries(metrics["ridge"], cfg, "gamma", shape=False),
-        }
-        if cfg.digits:
-            metrics["summary"]["digits"] = _summaries(metrics["digits"], cfg, "ratio", shape_risk="test",
-                                                      tol=(cfg.digits_tol, cfg.digits_tol_window))
         return metrics
 
     @staticmethod
@@ -484,6 +482,7 @@ class PhiCurve(Study):
             "mc": {
                 "risk_mean": r_mean[main][:, :nl], "risk_se": r_se[main][:, :nl],
                 "norm_mean": n_mean[main][:, :nl], "norm_se": n_se[main][:, :nl],
+                "risk_reps": risk[:, main, :nl], "norm_reps": norm[:, main, :nl],  # the claims' units
             },
             "de_at_mc": {"risk": de.risk, "norm": de.norm, "nu1": de.nu1, "nu2": de.nu2},
             "de_curve": {"ratio": ratios, "risk": curve.risk, "norm": curve.norm},
@@ -539,7 +538,8 @@ class PhiCurve(Study):
             "d": d,
             "gamma": gam[o],
             "lams": list(cfg.ridge_lams),
-            "mc": {"risk_mean": r_mean[o], "risk_se": r_se[o], "norm_mean": n_mean[o], "norm_se": n_se[o]},
+            "mc": {"risk_mean": r_mean[o], "risk_se": r_se[o], "norm_mean": n_mean[o], "norm_se": n_se[o],
+                   "risk_reps": risk[:, o], "norm_reps": norm[:, o]},
             "de_at_mc": {"risk": de.risk[o], "norm": de.norm[o]},
             "de_curve": {"gamma": gammas, "risk": curve.risk, "norm": curve.norm},
         }
@@ -577,7 +577,7 @@ class PhiCurve(Study):
             "lams": list(cfg.digits_lams),
             # "risk" is the MSE over the pool (what the DE describes); "test" the held-out MSE the paper plots
             "mc": {"risk_mean": r_mean, "risk_se": r_se, "norm_mean": n_mean, "norm_se": n_se,
-                   "test_mean": t_mean, "test_se": t_se},
+                   "test_mean": t_mean, "test_se": t_se, "risk_reps": pool, "norm_reps": norm, "test_reps": test},
             "de_at_mc": {"risk": de.risk, "norm": de.norm},
             "de_curve": {"ratio": ratios, "risk": curve.risk, "norm": curve.norm},
         }

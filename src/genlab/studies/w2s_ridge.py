@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
+from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
 from genlab.measures.w2s_ridge import (
     WeightedRidgeDE,
     best_shrinkage_isotropic,
@@ -153,123 +153,144 @@ def _claim_de_vs_mc(m: dict[str, Any], cfg) -> Any:
     )
 
 
-def _under_reg(s: dict[str, Any], cfg) -> tuple[bool, dict[str, float]]:
-    """One λ_T sweep: the DE gain flips sign at λ_opt, and the MC gain is significantly negative for the most
-    under-regularised teacher and not significantly negative at λ_opt."""
-    f = np.asarray(s["lam_t_factor"])
-    de = np.asarray(s["de_best_gain"])
-    rt = np.asarray(s["de_teacher"])
-    mc, se = np.asarray(s["mc_best_gain"]), np.asarray(s["mc_best_gain_se"])
-    under, atopt = f < 1.0, np.isclose(f, 1.0)
-    rel = cfg.gain_zero
-    de_ok = bool(np.all(de[under] < -rel * rt[under]) and np.all(de[f >= 1.0] >= -rel * rt[f >= 1.0]))
-    i_under, i_opt = int(np.argmin(f)), int(np.flatnonzero(atopt)[0])
-    z = cfg.z_se
-    mc_ok = bool(mc[i_under] < -z * se[i_under] and mc[i_opt] > -max(z * se[i_opt], rel * rt[i_opt]))
-    return de_ok and mc_ok, {
-        "de_gain_most_under": de[i_under],
-        "de_gain_at_opt": de[i_opt],
-        "mc_gain_most_under": mc[i_under],
-        "mc_gain_most_under_se": se[i_under],
-        "mc_gain_at_opt": mc[i_opt],
-        "mc_gain_at_opt_se": se[i_opt],
-        "de_sign_flip_ok": de_ok,
+def _exact_worst(values: Any, **side: float) -> Any:
+    """A deterministic DE quantity (no sampling): its worst value over a grid against the margin."""
+    v = np.asarray(values, dtype=float)
+    return decide.exact(float(v.max() if "below" in side else v.min()), **side)
+
+
+def _under_reg_parts(s: dict[str, Any], cfg) -> tuple[list[Any], dict[str, float]]:
+    """One λ_T sweep. DE (exact): the best gain relative to the teacher's MSE is below −gain_zero for every
+    λ_T < λ_opt and not below it for every λ_T ≥ λ_opt. MC (Student-t over the independent repetitions): for every
+    λ_T < λ_opt the student at the DE's best λ_S on the MC grid beats the teacher (gain < 0); for every λ_T ≥ λ_opt
+    no student λ_S on the grid beats it by more than gain_zero of the teacher's MSE."""
+    f = np.asarray(s["lam_t_factor"], dtype=float)
+    rt = np.asarray(s["de_teacher"], dtype=float)
+    de = np.asarray(s["de_best_gain"], dtype=float) / rt
+    under, over = f < 1.0, f >= 1.0
+    g = np.asarray(s["mc_gain_reps"], dtype=float)  # (reps, λ_T, λ_S)
+    j_de = np.asarray(s["de_lam_s_index"], dtype=int)
+    parts = [_exact_worst(de[under], below=-cfg.gain_zero), _exact_worst(de[over], above=-cfg.gain_zero)]
+    parts += [decide.mean(g[:, i, j_de[i]], below=0.0) for i in np.flatnonzero(under)]
+    parts += [decide.mean(g[:, i, j] / rt[i], above=-cfg.gain_zero) for i in np.flatnonzero(over)
+              for j in range(g.shape[2])]
+    i_under, i_opt = int(np.argmin(f)), int(np.flatnonzero(np.isclose(f, 1.0))[0])
+    return parts, {
+        "de_gain_most_under": float(s["de_best_gain"][i_under]),
+        "de_gain_at_opt": float(s["de_best_gain"][i_opt]),
+        "mc_gain_most_under": float(g[:, i_under, j_de[i_under]].mean()),
+        "mc_best_mean_gain_at_opt": float(g[:, i_opt].mean(0).min()),
+        "reps": int(g.shape[0]),
     }
 
 
 def _claim_under_reg(m: dict[str, Any], cfg) -> Any:
-    held, nums = _under_reg(m["sweep"], cfg)
-    return evidence(held, **nums)
+    parts, nums = _under_reg_parts(m["sweep"], cfg)
+    return decide.all_of(*parts, **nums)
 
 
 def _claim_under_reg_robust(m: dict[str, Any], cfg) -> Any:
-    """The same test with an under-parameterised teacher (n/d = 2) and with a power-law covariance."""
+    """The same tests with an under-parameterised teacher (n/d = 2) and with a power-law covariance."""
     if "sweep_underparam" not in m:
         return evidence(None, note="run before the 2026-12-04 variants")
-    out, ok = {}, []
+    parts, out = [], {}
     for name in ("sweep_underparam", "sweep_powerlaw"):
-        held, nums = _under_reg(m[name], cfg)
-        ok.append(held)
+        p, nums = _under_reg_parts(m[name], cfg)
+        parts += p
         out |= {f"{name.removeprefix('sweep_')}_{k}": v for k, v in nums.items()}
-    return evidence(all(ok), **out)
+    return decide.all_of(*parts, **out)
 
 
 def _claim_weighted(m: dict[str, Any], cfg) -> Any:
+    """Identity (issue 32's review): with Γ_S small exactly on β's support the aligned penalty is a better prior by
+    construction. DE (exact) and MC (t over repetitions, student at the DE's best λ_S on the MC grid)."""
     w = m["weighted"]
     rt = w["de_teacher"]
-    held = (
-        w["de_best_gain_weighted"] < -cfg.gain_margin * rt
-        and w["mc_best_gain_weighted"] < -cfg.z_se * w["mc_best_gain_weighted_se"]
-        and w["de_best_gain_plain"] >= -cfg.gain_zero * rt
-    )
-    return evidence(
-        held,
+    g = np.asarray(w["mc_gain_weighted_reps"], dtype=float)
+    return decide.all_of(
+        decide.exact(w["de_best_gain_weighted"] / rt, below=-cfg.gain_margin),
+        decide.mean(g, below=0.0),
+        decide.exact(w["de_best_gain_plain"] / rt, above=-cfg.gain_zero),
         de_gain_weighted=w["de_best_gain_weighted"],
-        mc_gain_weighted=w["mc_best_gain_weighted"],
-        mc_gain_weighted_se=w["mc_best_gain_weighted_se"],
+        mc_gain_weighted=float(g.mean()),
         de_gain_plain=w["de_best_gain_plain"],
         teacher_mse=rt,
     )
 
 
 def _claim_regime(m: dict[str, Any], cfg) -> Any:
+    """m < d: the ridgeless student beats the most under-regularised teacher and loses to the optimal one, DE
+    (exact) and MC (t over repetitions), at every m/d < 1 of the grid."""
     r = m["regime"]
-    ratios = np.asarray(r["m_over_d"])
-    under = np.asarray(r["de_ridgeless_gain_under"])
-    opt = np.asarray(r["de_ridgeless_gain_opt"])
-    mc_under = np.asarray(r["mc_ridgeless_gain_under"])
-    mc_opt = np.asarray(r["mc_ridgeless_gain_opt"])
-    small, big = ratios < 1.0, ratios > 1.0
-    held = bool(
-        np.all(under[small] < 0)
-        and np.all(opt[small] > 0)
-        and np.all(mc_under[small] < 0)
-        and np.all(mc_opt[small] > 0)
-        and np.all(np.abs(under[big]) < 1e-6) and np.all(np.abs(opt[big]) < 1e-6)
+    ratios = np.asarray(r["m_over_d"], dtype=float)
+    small = np.flatnonzero(ratios < 1.0)
+    if small.size == 0:
+        return evidence(None, note="no m/d < 1 in m_over_d_regime")
+    under = np.asarray(r["mc_ridgeless_gain_reps_under"], dtype=float)  # (reps, ratios)
+    opt = np.asarray(r["mc_ridgeless_gain_reps_opt"], dtype=float)
+    parts = [_exact_worst(np.asarray(r["de_ridgeless_gain_under"])[small], below=0.0),
+             _exact_worst(np.asarray(r["de_ridgeless_gain_opt"])[small], above=0.0)]
+    parts += [decide.mean(under[:, k], below=0.0) for k in small]
+    parts += [decide.mean(opt[:, k], above=0.0) for k in small]
+    return decide.all_of(
+        *parts,
+        m_over_d=ratios[small],
+        de_gain_under=np.asarray(r["de_ridgeless_gain_under"])[small],
+        de_gain_opt=np.asarray(r["de_ridgeless_gain_opt"])[small],
+        mc_gain_under=under[:, small].mean(0),
+        mc_gain_opt=opt[:, small].mean(0),
     )
-    return evidence(
-        held,
-        m_over_d=ratios,
-        de_gain_under=under,
-        de_gain_opt=opt,
-        mc_gain_under=mc_under,
-        mc_gain_opt=mc_opt,
-    )
+
+
+def _claim_copies_teacher(m: dict[str, Any], cfg) -> Any:
+    """Identity: for m > d the ridgeless student interpolates noiseless teacher labels with full-rank inputs, so it
+    recovers ŵ_T exactly (DE and every MC repetition, up to rounding)."""
+    r = m["regime"]
+    ratios = np.asarray(r["m_over_d"], dtype=float)
+    big = np.flatnonzero(ratios > 1.0)
+    if big.size == 0:
+        return evidence(None, note="no m/d > 1 in m_over_d_regime")
+    de = np.abs(np.concatenate([np.asarray(r[f"de_ridgeless_gain_{t}"])[big] for t in ("under", "opt")]))
+    mc = np.abs(np.concatenate([np.asarray(r[f"mc_ridgeless_gain_reps_{t}"])[:, big] for t in ("under", "opt")]))
+    return evidence(bool(de.max() < 1e-6 and mc.max() < 1e-6), m_over_d=ratios[big], de_max_abs_gain=de.max(),
+                    mc_max_abs_gain=mc.max())
+
+
+def _mi_reps(m: dict[str, Any]) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v, dtype=float) for k, v in m["multi_index"]["reps"].items()}
 
 
 def _claim_multi_index(m: dict[str, Any], cfg) -> Any:
-    mi = m["multi_index"]
-    mean, se = mi["mean"], mi["se"]
-    d_st = mean["teacher"] - mean["student"]
-    d_se = np.hypot(se["teacher"], se["student"])
-    refit_gap = abs(mean["student_refit_head"] - mean["teacher"])
-    held = bool(d_st > cfg.z_se * d_se and mean["student"] < mean["pretrained_only"]
-                and refit_gap < cfg.refit_share * d_st)
-    return evidence(
-        held,
+    """Identity (the frozen head carries the hard component by construction): paired t over repetitions."""
+    r, mean = _mi_reps(m), m["multi_index"]["mean"]
+    kept = (r["teacher"] - r["student_refit_head"]) / (r["teacher"] - r["student"])  # share of the gain kept
+    return decide.all_of(
+        decide.paired(r["teacher"], r["student"], above=0.0),
+        decide.paired(r["pretrained_only"], r["student"], above=0.0),
+        decide.mean(kept, within=(-cfg.refit_share, cfg.refit_share)),
         teacher=mean["teacher"],
         student=mean["student"],
         student_refit_head=mean["student_refit_head"],
         pretrained_only=mean["pretrained_only"],
         student_true_labels=mean["student_true_labels"],
-        gain=d_st,
-        gain_se=d_se,
+        refit_share_kept=float(kept.mean()),
     )
 
 
 def _claim_finetuned_head(m: dict[str, Any], cfg) -> Any:
-    mean, se = m["multi_index"]["mean"], m["multi_index"]["se"]
-    gain, gain_se = mean["finetune_gain"], se["finetune_gain"]
-    frozen = mean["teacher"] - mean["student"]
-    return evidence(
-        bool(gain > cfg.z_se * gain_se and gain > cfg.refit_share * frozen),
-        gain=gain,
-        gain_se=gain_se,
-        frozen_head_gain=frozen,
+    """Per repetition: the fine-tuned student's gain over the teacher minus refit_share × the frozen student's gain;
+    its mean must be > 0 (Student-t over the independent repetitions)."""
+    r, mean = _mi_reps(m), m["multi_index"]["mean"]
+    frozen = r["teacher"] - r["student"]
+    return decide.mean(
+        r["finetune_gain"] - cfg.refit_share * frozen,
+        above=0.0,
+        note="fine-tuning stops on held-out teacher labels (no true labels)",
+        gain=mean["finetune_gain"],
+        frozen_head_gain=float(frozen.mean()),
         teacher=mean["teacher"],
         student_finetuned_head=mean["student_finetuned_head"],
         mean_stop_step=mean["finetune_stop_step"],
-        note="fine-tuning stops on held-out teacher labels (no true labels)",
     )
 
 
@@ -312,7 +333,6 @@ class W2SRidge(Study):
         # claim thresholds (fixed before the runs)
         gain_zero: float = 1e-3  # a DE gain within ±gain_zero × teacher MSE counts as no gain
         gain_margin: float = 0.01  # the weighted student's DE gain must exceed this share of the teacher MSE
-        z_se: float = 3.0  # Monte Carlo differences must exceed this many standard errors
         refit_share: float = 0.25  # re-fitting the hard head must leave less than this share of the gain
         # 2026-12-04 (fidelity review): the λ_T sweep again with an under-parameterised teacher and power-law Σ
         n_over_d_under: float = 2.0
@@ -364,12 +384,13 @@ class W2SRidge(Study):
         Claim(
             "under-regularised-teacher",
             "Σ = I, m ≫ d: the best student beats the teacher for every λ_T < λ_opt and never for λ_T ≥ λ_opt "
-            "(DE gains beyond ±{gain_zero} of the teacher's MSE; MC beyond {z_se} SE)",
+            "(DE gains beyond ±{gain_zero} of the teacher's MSE; MC: t over repetitions, gain < 0 below λ_opt at "
+            "the DE's best λ_S, no λ_S on the grid gaining more than {gain_zero} of the teacher's MSE from λ_opt up)",
             _claim_under_reg,
         ),
         Claim(
             "under-regularisation-robust",
-            "the same sign flip at λ_opt (DE) and significant Monte Carlo gain only below it, with an "
+            "the same sign flip at λ_opt (DE) and the same Monte Carlo tests, with an "
             "under-parameterised teacher (n/d = {n_over_d_under}) and with a power-law Σ (eigenvalues ∝ "
             "i^-{power_law})",
             _claim_under_reg_robust,
@@ -377,28 +398,37 @@ class W2SRidge(Study):
         Claim(
             "weighted-student",
             "at the teacher's optimal λ, a student with a penalty aligned to the target (weighted ridge) beats the "
-            "teacher (by > {gain_margin} of its MSE; MC beyond {z_se} SE) while a plain ridge student cannot",
+            "teacher (DE by > {gain_margin} of its MSE; MC gain < 0) while a plain ridge student cannot (by "
+            "construction: the penalty is aligned with β's support)",
             _claim_weighted,
+            kind="identity",
         ),
         Claim(
             "ridgeless-regime",
-            "regime: a ridgeless student with m < d beats an under-regularised teacher and loses to an optimal one; "
-            "with m > d it reproduces the teacher exactly",
+            "regime: a ridgeless student with m < d beats an under-regularised teacher and loses to an optimal one "
+            "(DE and MC, every m/d < 1 of the grid)",
             _claim_regime,
+        ),
+        Claim(
+            "ridgeless-copies-teacher",
+            "regime: with m > d a ridgeless student reproduces the teacher exactly (interpolation of noiseless "
+            "labels with full-rank inputs)",
+            _claim_copies_teacher,
+            kind="identity",
         ),
         Claim(
             "multi-index-gain",
             "multi-index: the student (pre-trained hard direction + teacher-taught easy direction) beats the "
-            "teacher (by > {z_se} SE), and the gain falls below {refit_share} of itself if its hard head is re-fitted "
-            "on teacher labels",
+            "teacher and the pre-trained model alone (paired t), and keeps less than {refit_share} of its gain "
+            "(TOST) if its hard head is re-fitted on teacher labels",
             _claim_multi_index,
             kind="identity",  # the frozen head carries the hard component the teacher's labels lack: see the docs
         ),
         Claim(
             "multi-index-finetuned-head",
             "multi-index: a student that fine-tunes its pre-trained hard head with its readout on teacher labels "
-            "(gradient descent, stopped on held-out teacher labels) keeps a gain over the teacher: > {z_se} SE "
-            "(paired) and > {refit_share} of the frozen-head student's gain",
+            "(gradient descent, stopped on held-out teacher labels) keeps more than {refit_share} of the "
+            "frozen-head student's gain over the teacher (t over repetitions, paired per repetition)",
             _claim_finetuned_head,
         ),
     ]
@@ -628,6 +658,7 @@ def _teacher_sweep(s: _Setup, cfg: W2SRidge.Config, ctx: RunContext, tag: str = 
         de_best_lam.append(float(s.lam_s_fine[np.argmin(fine)]))
         lam_star.append(best_shrinkage_isotropic(t, s.beta))
     gain_mc = s_mc - t_mc[:, :, None]  # (reps, nT, nS)
+    de_j = [int(np.argmin(c)) for c in de_s]  # the DE's best λ_S on the MC grid (no MC number enters)
     mean_gain = gain_mc.mean(0)
     best_j = np.argmin(mean_gain, axis=1)
     mc_best = mean_gain[np.arange(lam_t.size), best_j]
@@ -652,6 +683,8 @@ def _teacher_sweep(s: _Setup, cfg: W2SRidge.Config, ctx: RunContext, tag: str = 
         "mc_best_gain_se": mc_best_se,
         "mc_best_lam_s": lam_s_mc[best_j],
         "lam_s_star_closed_form_m_inf": lam_star,
+        "de_lam_s_index": de_j,
+        "mc_gain_reps": gain_mc,  # per independent repetition: the claims' units
     }
     return sweep, points
 
@@ -660,7 +693,8 @@ def _student_size_regime(s: _Setup, cfg: W2SRidge.Config, ctx: RunContext) -> tu
     """Student sample size m/d against an under-regularised and an optimal teacher: ridgeless and best student."""
     regime: dict[str, Any] = {"m_over_d": list(cfg.m_over_d_regime)}
     teachers = {"under": s.lam_opt * min(cfg.lam_t_factors), "opt": s.lam_opt}
-    for key in ("de_ridgeless_gain", "mc_ridgeless_gain", "mc_ridgeless_gain_se", "de_best_gain"):
+    for key in ("de_ridgeless_gain", "mc_ridgeless_gain", "mc_ridgeless_gain_se", "de_best_gain",
+                "mc_ridgeless_gain_reps"):
         for tk in teachers:
             regime[f"{key}_{tk}"] = []
     tde = {k: weighted_ridge_de(s.eigs, s.beta, s.s2, s.n, v) for k, v in teachers.items()}
@@ -676,6 +710,7 @@ def _student_size_regime(s: _Setup, cfg: W2SRidge.Config, ctx: RunContext) -> tu
             g = sm[:, k, 0] - tm[:, k]
             regime[f"mc_ridgeless_gain_{tk}"].append(float(g.mean()))
             regime[f"mc_ridgeless_gain_se_{tk}"].append(float(g.std(ddof=1) / np.sqrt(cfg.reps)))
+            regime[f"mc_ridgeless_gain_reps_{tk}"].append(g)
             regime[f"de_best_gain_{tk}"].append(float(s.student_curve(t, mm, s.lam_s_fine).min() - t.test_mse))
             near = 0.7 <= ratio <= 1.5
             points.append((t.test_mse, float(tm[:, k].mean()), False))
@@ -684,6 +719,8 @@ def _student_size_regime(s: _Setup, cfg: W2SRidge.Config, ctx: RunContext) -> tu
                 points.append((de_j, float(sm[:, k, j].mean()), near and j == 0))
         ctx.log(f"regime m/d={ratio}: ridgeless gain under={regime['de_ridgeless_gain_under'][-1]:+.4f} "
                 f"opt={regime['de_ridgeless_gain_opt'][-1]:+.4f} (DE)")
+    for tk in teachers:  # (reps, ratios)
+        regime[f"mc_ridgeless_gain_reps_{tk}"] = np.stack(regime[f"mc_ridgeless_gain_reps_{tk}"], axis=1)
     return regime, points
 
 
@@ -709,6 +746,7 @@ def _weighted_student(s: _Setup, cfg: W2SRidge.Config, ctx: RunContext) -> tuple
     rng_w.bit_generator.state = state  # same teachers and student inputs for the plain student
     tp, sp = mc_w2s(s.eigs, beta_sp, s2, n, m, np.array([lam_opt]), lam_s_w, cfg.reps, rng_w)
     gw = sw[:, 0, :] - tw[:, :1]
+    jw_de = int(np.argmin(de_w))  # the DE's best λ_S on the MC grid
     jw = int(np.argmin(gw.mean(0)))
     gp = sp[:, 0, :] - tp[:, :1]
     jp = int(np.argmin(gp.mean(0)))
@@ -731,6 +769,7 @@ def _weighted_student(s: _Setup, cfg: W2SRidge.Config, ctx: RunContext) -> tuple
         "mc_best_gain_weighted_se": float(gw[:, jw].std(ddof=1) / np.sqrt(cfg.reps)),
         "mc_best_gain_plain": float(gp.mean(0)[jp]),
         "mc_best_gain_plain_se": float(gp[:, jp].std(ddof=1) / np.sqrt(cfg.reps)),
+        "mc_gain_weighted_reps": gw[:, jw_de],
     }
     ctx.log(f"weighted: DE best gain weighted {weighted['de_best_gain_weighted']:+.4f}, "
             f"plain {weighted['de_best_gain_plain']:+.4f}")
@@ -783,6 +822,7 @@ def _multi_index(cfg: W2SRidge.Config, ctx: RunContext) -> dict[str, Any]:
     mi = {
         "mean": {k: float(np.mean([r[k] for r in runs])) for k in keys},
         "se": {k: float(np.std([r[k] for r in runs], ddof=1) / np.sqrt(len(runs))) for k in keys},
+        "reps": {k: [r[k] for r in runs] for k in keys},
         "noise_floor": cfg.sigma2,
         "hard_variance": cfg.mi_c**2,
     }
