@@ -22,9 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
+from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
 from genlab.harness.torch_setup import module_device
-from genlab.stats import mean_se, paired
 
 ONE_SHOT = ("task_arithmetic", "ties", "dare_ties")
 
@@ -271,60 +270,44 @@ def _aggregate(results: list[dict[str, Any]], cfg: Any) -> dict[str, Any]:
 
 def _claim_degrades(m: dict, cfg: Any):
     lo, hi = str(min(cfg.k_grid)), str(max(cfg.k_grid))
-    helds, numbers = [], {}
-    for method in ONE_SHOT:
-        d = paired(m["sweep"][method][lo], m["sweep"][method][hi])
-        helds.append(d.above(cfg.degrade_margin))
-        numbers[f"{method}_drop"] = d.mean
-        numbers[f"{method}_drop_se"] = d.se
-    held = False if False in helds else (None if None in helds else True)
-    return evidence(held, k_from=int(lo), k_to=int(hi), **numbers)
+    parts = [decide.paired(m["sweep"][method][lo], m["sweep"][method][hi], above=cfg.degrade_margin,
+                           **{f"{method}_drop": float(np.mean(np.subtract(m["sweep"][method][lo],
+                                                                          m["sweep"][method][hi])))})
+             for method in ONE_SHOT]  # fmt: skip
+    return decide.all_of(*parts, k_from=int(lo), k_to=int(hi))
 
 
 def _claim_beats_random(m: dict, cfg: Any):
+    """Per seed, CMM's lead over the mean random order in units of that seed's random-order sd."""
     p = m["pools"]["with_weak"]
-    d = paired(p["cmm"], p["random_order_mean"])
-    spread = float(np.mean(p["random_order_sd"]))
-    helds = [d.above(0.0), d.mean > cfg.spread_z * spread]
-    held = False if False in helds else (None if None in helds else True)
-    return evidence(
-        held,
-        cmm=float(np.mean(p["cmm"])),
-        random_order_mean=float(np.mean(p["random_order_mean"])),
-        random_order_sd=spread,
-        gap=d.mean,
-        gap_se=d.se,
-        p=d.p,
-    )
+    z = np.subtract(p["cmm"], p["random_order_mean"]) / np.maximum(p["random_order_sd"], 1e-12)
+    return decide.mean(z, above=cfg.spread_z, cmm=float(np.mean(p["cmm"])),
+                       random_order_mean=float(np.mean(p["random_order_mean"])),
+                       random_order_sd=float(np.mean(p["random_order_sd"])))  # fmt: skip
 
 
 def _claim_beats_one_shot(m: dict, cfg: Any):
     p = m["pools"]["with_weak"]
-    d = paired(p["cmm"], p["best_one_shot"])
-    return evidence(
-        d.above(cfg.gain_margin),
-        cmm=float(np.mean(p["cmm"])),
-        best_one_shot=float(np.mean(p["best_one_shot"])),
-        gap=d.mean,
-        gap_se=d.se,
-        p=d.p,
-    )
+    return decide.paired(p["cmm"], p["best_one_shot"], above=cfg.gain_margin, cmm=float(np.mean(p["cmm"])),
+                         best_one_shot=float(np.mean(p["best_one_shot"])))  # fmt: skip
 
 
 def _claim_robust(m: dict, cfg: Any):
     s, w = m["pools"]["strong"], m["pools"]["with_weak"]
     drop = {arm: np.subtract(s[arm], w[arm]) for arm in (*ONE_SHOT, "cmm", "random_order_mean")}
-    helds, numbers = [], {"cmm_drop": float(np.mean(drop["cmm"]))}
-    for arm in (*ONE_SHOT, "random_order_mean"):
-        d = paired(drop[arm], drop["cmm"])
-        helds.append(d.above(cfg.robust_margin))
-        numbers[f"{arm}_drop"] = float(np.mean(drop[arm]))
-    held = False if False in helds else (None if None in helds else True)
-    return evidence(held, **numbers)
+    parts = [decide.paired(drop[arm], drop["cmm"], above=cfg.robust_margin, **{f"{arm}_drop": float(drop[arm].mean())})
+             for arm in (*ONE_SHOT, "random_order_mean")]  # fmt: skip
+    return decide.all_of(*parts, cmm_drop=float(np.mean(drop["cmm"])))
 
 
 def _claim_disjoint(m: dict, cfg: Any):
     return evidence(all(m["split_disjoint"]), sizes=m["split_sizes"])
+
+
+def _se(values) -> float:
+    from scipy import stats
+
+    return float(stats.sem(values)) if len(values) > 1 else 0.0
 
 
 # -- the study --------------------------------------------------------------------------------------------------
@@ -481,8 +464,7 @@ class CMMMerging(Study):
         labels = {"task_arithmetic": "task arithmetic", "ties": "TIES", "dare_ties": "DARE-TIES"}
         for method, per_k in metrics["sweep"].items():
             ks = [int(k) for k in per_k]
-            stats = [mean_se(v) for v in per_k.values()]
-            ax1.errorbar(ks, [s[0] for s in stats], yerr=[0 if np.isnan(s[1]) else s[1] for s in stats],
+            ax1.errorbar(ks, [np.mean(v) for v in per_k.values()], yerr=[_se(v) for v in per_k.values()],
                          marker="o", capsize=2, label=labels[method])  # fmt: skip
         ax1.set_xlabel("number of conflicting experts K")
         ax1.set_ylabel("normalised average (test)")
@@ -494,7 +476,7 @@ class CMMMerging(Study):
         for j, (pool, label) in enumerate((("strong", "strong experts"), ("with_weak", "+ weak experts"))):
             p = metrics["pools"][pool]
             means = [np.mean(p[a]) for a in arms]
-            ses = [mean_se(p[a])[1] for a in arms]
+            ses = [_se(p[a]) for a in arms]
             ax2.bar(x + (j - 0.5) * 0.38, means, 0.38, yerr=np.nan_to_num(ses), capsize=2, label=label)
             for s, orders in enumerate(p["random_orders"]):
                 ax2.scatter(np.full(len(orders), x[3] + (j - 0.5) * 0.38) + 0.03 * (s - 1), orders, s=4, c="k",
