@@ -60,7 +60,7 @@ def test_dpo_loss_is_log2_when_policy_equals_reference():
     assert better < math.log(2)
 
 
-def _metrics(sft, ppo, grpo=None, dpo=None, n=4):
+def _metrics(sft, ppo, grpo=None, dpo=None, n=6):
     noise = np.linspace(-0.01, 0.01, n)
     arms = {"sft": sft, "ppo": ppo, "grpo": grpo or sft, "dpo": dpo or sft}
     return {
@@ -84,7 +84,7 @@ def test_claims_hold_on_paper_like_metrics_and_fail_otherwise():
     assert v["sft-high-in-distribution"] is False and v["sft-drops-most-on-execution"] is False
     assert v["ppo-gains-on-execution"] is False and v["ppo-gain-largest-on-execution"] is False
     assert v["ppo-vision-parity"] is False and v["ppo-at-least-grpo-dpo"] is False
-    unequal = dict(good, rl_steps={"ppo": [10**9] * 4, "grpo": [CFG.rl_steps] * 4, "dpo": [CFG.rl_steps] * 4})
+    unequal = dict(good, rl_steps={"ppo": [10**9] * 6, "grpo": [CFG.rl_steps] * 6, "dpo": [CFG.rl_steps] * 6})
     assert _verdicts(unequal)["equal-env-step-budget"] is False
 
 

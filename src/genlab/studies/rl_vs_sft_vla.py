@@ -15,9 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
+from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
 from genlab.harness.torch_setup import module_device
-from genlab.stats import mean_se, paired
 
 ARMS = ("sft", "ppo", "grpo", "dpo")
 RL_ARMS = ("ppo", "grpo", "dpo")
@@ -299,52 +298,27 @@ def _s(m, arm, shift):
 
 
 def _claim_sft_id(m, cfg):
-    mu, se, _ = mean_se(_s(m, "sft", "train"))
-    held = True if mu - 2 * se > cfg.min_sft_id else False if mu + 2 * se < cfg.min_sft_id else None
-    return evidence(held, sft_id=mu, se=se)
+    return decide.mean(_s(m, "sft", "train"), above=cfg.min_sft_id)
 
 
 def _claim_exec_drop(m, cfg):
     drops = {s: _s(m, "sft", "train") - _s(m, "sft", s) for s in OOD}
-    helds = [paired(drops["execution"], drops[s]).above(0.0) for s in ("vision", "semantics")]
-    held = False if False in helds else None if None in helds else True
-    return evidence(
-        held,
-        **{f"drop_{s}": float(np.mean(d)) for s, d in drops.items()},
-        **paired(drops["execution"], drops["vision"]).as_numbers("exec_minus_vision"),
-        **paired(drops["execution"], drops["semantics"]).as_numbers("exec_minus_semantics"),
-    )
-
-
-def _gain(m, arm, shift):
-    return paired(_s(m, arm, shift), _s(m, "sft", shift))
+    parts = [decide.paired(drops["execution"], drops[s], above=0.0) for s in ("vision", "semantics")]
+    return decide.all_of(*parts, **{f"drop_{s}": float(np.mean(d)) for s, d in drops.items()})
 
 
 def _claim_ppo_exec(m, cfg):
-    g = _gain(m, "ppo", "execution")
-    return evidence(g.above(cfg.min_exec_gain), **g.as_numbers("gain"))
+    return decide.paired(_s(m, "ppo", "execution"), _s(m, "sft", "execution"), above=cfg.min_exec_gain)
 
 
 def _claim_ppo_largest(m, cfg):
     ge = _s(m, "ppo", "execution") - _s(m, "sft", "execution")
     gv = _s(m, "ppo", "vision") - _s(m, "sft", "vision")
-    p = paired(ge, gv)
-    return evidence(
-        p.above(0.0), gain_exec=float(ge.mean()), gain_vision=float(gv.mean()), **p.as_numbers("exec_minus_vision")
-    )
+    return decide.paired(ge, gv, above=0.0, gain_exec=float(ge.mean()), gain_vision=float(gv.mean()))
 
 
 def _claim_vision_parity(m, cfg):
-    g = _gain(m, "ppo", "vision")
-    lo, hi = g.mean - 2 * g.se, g.mean + 2 * g.se
-    held = (
-        True
-        if (-cfg.parity_tol < lo and hi < cfg.parity_tol)
-        else False
-        if (hi < -cfg.parity_tol or lo > cfg.parity_tol)
-        else None
-    )
-    return evidence(held, **g.as_numbers("gain"))
+    return decide.paired(_s(m, "ppo", "vision"), _s(m, "sft", "vision"), within=(-cfg.parity_tol, cfg.parity_tol))
 
 
 def _ood_mean(m, arm):
@@ -352,13 +326,10 @@ def _ood_mean(m, arm):
 
 
 def _claim_ppo_best(m, cfg):
-    out, helds = {}, []
-    for other in ("grpo", "dpo"):
-        p = paired(_ood_mean(m, "ppo"), _ood_mean(m, other))
-        helds.append(p.above(-cfg.rl_tie_margin))
-        out.update(p.as_numbers(f"ppo_minus_{other}"))
-    held = False if False in helds else None if None in helds else True
-    return evidence(held, **out)
+    parts = [decide.paired(_ood_mean(m, "ppo"), _ood_mean(m, other), above=-cfg.rl_tie_margin,
+                           **{f"ppo_minus_{other}": float(np.mean(_ood_mean(m, "ppo") - _ood_mean(m, other)))})
+             for other in ("grpo", "dpo")]  # fmt: skip
+    return decide.all_of(*parts)
 
 
 def _claim_equal_budget(m, cfg):
@@ -434,7 +405,7 @@ class RLvsSFTVLA(Study):
     claims = [
         Claim(
             "sft-high-in-distribution",
-            "SFT success on the training distribution exceeds {min_sft_id} (mean - 2 s.e.)",
+            "SFT success on the training distribution exceeds {min_sft_id} (t over seeds)",
             _claim_sft_id,
         ),
         Claim(
@@ -455,7 +426,7 @@ class RLvsSFTVLA(Study):
         ),
         Claim(
             "ppo-vision-parity",
-            "PPO and SFT are within ±{parity_tol} success on the vision shift (2 s.e.)",
+            "PPO and SFT are within ±{parity_tol} success on the vision shift (equivalence, TOST over seeds)",
             _claim_vision_parity,
         ),
         Claim(
@@ -489,12 +460,13 @@ class RLvsSFTVLA(Study):
 
     def figures(self, metrics: dict, ctx: RunContext) -> list[Path]:
         import matplotlib.pyplot as plt
+        from scipy import stats
 
         fig, ax = plt.subplots(figsize=(7.5, 3.6))
         w = 0.2
         for i, arm in enumerate(ARMS):
-            mu = [mean_se(metrics["success"][arm][s])[0] for s in EVAL]
-            se = [np.nan_to_num(mean_se(metrics["success"][arm][s])[1]) for s in EVAL]
+            mu = [np.mean(metrics["success"][arm][s]) for s in EVAL]
+            se = [np.nan_to_num(stats.sem(metrics["success"][arm][s])) for s in EVAL]
             ax.bar(np.arange(len(EVAL)) + (i - 1.5) * w, mu, w, yerr=se, capsize=2, label=arm.upper())
         ax.set_xticks(np.arange(len(EVAL)))
         ax.set_xticklabels(["in distribution", "vision", "semantics", "execution"])
