@@ -83,6 +83,21 @@ def test_split_keeps_novel_images_out_of_the_few_shot_set():
     assert all((y[idx["few"]] == c).sum() == cfg.shots for c in BASE)
     assert not set(idx["few"]) & set(idx["test"]) and not set(idx["pretrain"]) & (set(idx["few"]) | set(idx["test"]))
     assert set(np.unique(y[idx["test"]])) == set(range(10)) and set(np.unique(y[idx["pretrain"]])) == set(range(10))
+    unl = set(idx["unlabelled"])
+    assert len(unl) == cfg.unlabelled and not unl & (set(idx["test"]) | set(idx["few"]) | set(idx["pretrain"]))
+
+
+def test_the_unlabelled_images_carry_the_image_loss():
+    """With unlabelled images, the image-L1 objective is computed on them: changing them moves the learned pixel
+    prompt of a consistency arm; CE-only learning does not depend on them."""
+    backend = _backend(2)
+    x, y = _few_shot(backend)
+    xs, _ = base_digits(8)
+    u1, u2 = backend.inputs(xs[300:340]), backend.inputs(xs[400:440])
+    arms = [Arm("ce"), Arm("fixed", 1.0)]
+    a = learn_prompts(backend, x, y, BASE, arms, SPEC, seed=1, unlabelled=u1)
+    b = learn_prompts(backend, x, y, BASE, arms, SPEC, seed=1, unlabelled=u2)
+    assert torch.equal(a[0]["prompt"], b[0]["prompt"]) and not torch.equal(a[1]["prompt"], b[1]["prompt"])
 
 
 def test_grouped_training_equals_one_arm_at_a_time():

@@ -48,13 +48,16 @@ def split_indices(labels: np.ndarray, cfg: Any, rng: np.random.Generator) -> dic
     """Pre-training images, the few-shot prompt-learning set (base classes only) and the test images.
 
     The pre-training half holds every class (CLIP saw all of them); the rest is the downstream pool, from which
-    ``shots`` images per *base* class are drawn; the test set is the remaining downstream pool."""
+    ``shots`` images per *base* class are drawn, then ``unlabelled`` images of any class whose labels are never
+    used (the image consistency loss runs on them); the test set is the remaining downstream pool."""
     perm = rng.permutation(len(labels))
     n_pre = round(cfg.pretrain_fraction * len(labels))
     pre, down = perm[:n_pre], perm[n_pre:]
     few = np.concatenate([down[labels[down] == c][: cfg.shots] for c in BASE])
-    test = np.setdiff1d(down, few)
-    return {"pretrain": np.sort(pre), "few": few, "test": np.sort(test)}
+    rest = np.setdiff1d(down, few)
+    unlabelled = rng.choice(rest, cfg.unlabelled, replace=False) if cfg.unlabelled else np.array([], dtype=int)
+    test = np.setdiff1d(rest, unlabelled)
+    return {"pretrain": np.sort(pre), "few": few, "unlabelled": np.sort(unlabelled), "test": np.sort(test)}
 
 
 def _backend(cfg: Any, x: np.ndarray, y: np.ndarray, idx: np.ndarray, rng: np.random.Generator, seed: int, device):
@@ -90,6 +93,7 @@ def run_seed(job: dict[str, Any]) -> dict[str, Any]:
     test = {s: (backend.inputs(render(x[idx["test"]], s, rng)), y[idx["test"]]) for s in STYLES}
     few_x = backend.inputs(render(x[idx["few"]], cfg.train_style, rng))
     few_y = torch.tensor([BASE.index(int(c)) for c in y[idx["few"]]], device=few_x.device)
+    unl = backend.inputs(render(x[idx["unlabelled"]], cfg.train_style, rng)) if cfg.unlabelled else None
     spec = TrainSpec(
         cfg.n_ctx,
         cfg.steps,
@@ -101,7 +105,7 @@ def run_seed(job: dict[str, Any]) -> dict[str, Any]:
         cfg.trace_every,
     )
     arms = arm_list(cfg)
-    learned = learn_prompts(backend, few_x, few_y, BASE, arms, spec, seed, cfg.max_arms)
+    learned = learn_prompts(backend, few_x, few_y, BASE, arms, spec, seed, cfg.max_arms, unl)
     out = {"zero-shot": evaluate(backend, test, BASE, NOVEL, None, None)}
     for arm, res in zip(arms, learned):
         out[arm.name] = evaluate(backend, test, BASE, NOVEL, res["ctx"], res["prompt"])
@@ -152,12 +156,26 @@ def _mean_diff(a: Any, b: Any) -> float:
     return float(np.mean(np.subtract(a, b)))
 
 
-def _gated(ev: Any, m: Mapping[str, Any], cfg: Any):
-    """Withhold a levelling decision unless the precondition (coop-tradeoff) holds."""
+def _gated(ev: Any, m: Mapping[str, Any], cfg: Any, headroom: bool = False):
+    """Withhold a decision unless the precondition (coop-tradeoff) holds, and for a levelling claim also the
+    headroom (the best fixed weight beats zero-shot: otherwise no weighting rule can be told apart)."""
     pre = check_tradeoff(m, cfg).held
-    if pre is True:
-        return ev
-    return ev.withheld(f"precondition coop-tradeoff is {'not met' if pre is False else 'undecided'}")
+    if pre is not True:
+        return ev.withheld(f"precondition coop-tradeoff is {'not met' if pre is False else 'undecided'}")
+    room = check_headroom(m, cfg).held if headroom else True
+    if room is not True:
+        return ev.withheld(f"precondition prompt-learning-headroom is {'not met' if room is False else 'undecided'}")
+    return ev
+
+
+def check_headroom(m: Mapping[str, Any], cfg: Any):
+    """Precondition of the levelling claims: the best fixed weight (an oracle picked on test HM, biased upwards)
+    beats zero-shot by more than ``headroom_margin`` HM."""
+    fixed = _sweep(m, "fixed")
+    best = int(np.argmax(fixed.mean(0)))
+    return decide.paired(fixed[:, best], _hm(m, "zero-shot"), above=cfg.headroom_margin,
+                         best_fixed_scale=m["scales"][best], best_fixed_hm=float(fixed[:, best].mean()),
+                         zero_shot_hm=float(_hm(m, "zero-shot").mean()))  # fmt: skip
 
 
 def check_recovers(m: Mapping[str, Any], cfg: Any):
@@ -192,7 +210,7 @@ def check_median(m: Mapping[str, Any], cfg: Any):
                        levelled_hm=float(lev.mean()), zero_shot_hm=float(_hm(m, "zero-shot").mean()),
                        **_rule_numbers(m, median, "vs_median"))  # fmt: skip
     control = decide.paired(_hm(m, "zero-shot"), median, above=-cfg.median_tol)
-    return _gated(_unless_control_passes(ev, control), m, cfg)
+    return _gated(_unless_control_passes(ev, control), m, cfg, headroom=True)
 
 
 def check_tracks_best(m: Mapping[str, Any], cfg: Any):
@@ -204,7 +222,7 @@ def check_tracks_best(m: Mapping[str, Any], cfg: Any):
                        best_minus_zero_shot=float(np.mean(fixed[:, best] - _hm(m, "zero-shot"))),
                        **_rule_numbers(m, fixed[:, best], "vs_best"))  # fmt: skip
     control = decide.paired(fixed[:, best], _hm(m, "zero-shot"), below=cfg.track_tol)
-    return _gated(_unless_control_passes(ev, control), m, cfg)
+    return _gated(_unless_control_passes(ev, control), m, cfg, headroom=True)
 
 
 def check_plugin(m: Mapping[str, Any], cfg: Any):
@@ -217,7 +235,7 @@ def check_plugin(m: Mapping[str, Any], cfg: Any):
                        levelled_hm=float(_hm(m, lev).mean()), zero_shot_hm=float(_hm(m, "zero-shot").mean()),
                        unseen_style_hm_gain=_mean_diff(m["acc"][lev]["dg_hm"], m["acc"][fixed]["dg_hm"]),
                        **others)  # fmt: skip
-    return _gated(ev, m, cfg)
+    return _gated(ev, m, cfg, headroom=True)
 
 
 def check_sensitivity(m: Mapping[str, Any], cfg: Any):
@@ -248,13 +266,14 @@ class LepaPromptLearning(Study):
 
     @dataclass
     class Config:
-        seeds: int = 3  # independent mini-CLIPs, splits and prompt learners
+        seeds: int = 5  # independent mini-CLIPs, splits and prompt learners (>= 5 units to decide)
         workers: int = 2  # processes for the seeds (results do not depend on it)
         # data
         image_size: int = 8
         pretrain_fraction: float = 0.5
         train_style: str = "outlined"  # the style of the few-shot images; the other four are unseen
         shots: int = 16  # per base class
+        unlabelled: int = 100  # images of any class, labels unused: the image consistency loss runs on them (0: shots)
         # the mini-CLIP (ignored when clip_path is given)
         clip_steps: int = 150
         clip_batch: int = 256
@@ -285,6 +304,7 @@ class LepaPromptLearning(Study):
         median_tol: float = 0.01
         track_tol: float = 0.01
         plugin_margin: float = 0.0
+        headroom_margin: float = 0.02  # issue 33: best fixed − zero-shot HM must exceed it (set before the run)
 
         def validate(self) -> None:
             _validate(self)
@@ -312,6 +332,12 @@ class LepaPromptLearning(Study):
             "learning raises base accuracy and lowers novel accuracy below zero-shot (t and paired t over seeds, "
             "all three must hold)",
             check_tradeoff,
+        ),
+        Claim(
+            "prompt-learning-headroom",
+            "precondition of the levelling claims: the best fixed consistency weight (an oracle picked on test HM) "
+            "beats zero-shot HM by more than {headroom_margin} (paired t over seeds)",
+            check_headroom,
         ),
         Claim(
             "consistency-recovers-novel",
@@ -395,6 +421,8 @@ def _validate(cfg: Any) -> None:
         raise ValueError(f"image_size must be a multiple of 4 and >= 8, got {cfg.image_size}")
     if not 0.1 <= cfg.pretrain_fraction <= 0.8:
         raise ValueError("pretrain_fraction must lie in [0.1, 0.8] (the rest is the few-shot pool and test set)")
+    if not 0 <= cfg.unlabelled <= 300:
+        raise ValueError("unlabelled must lie in [0, 300] (taken from the downstream pool before the test set)")
     if cfg.shots > 60:
         raise ValueError("shots must be <= 60 (digits has ~180 images per class, half go to pre-training)")
     if cfg.train_style not in STYLES:
@@ -416,7 +444,7 @@ def _validate(cfg: Any) -> None:
         raise ValueError("max_arms and trace_every must be >= 0")
     if not 0 <= cfg.min_zero_shot <= 1:
         raise ValueError("min_zero_shot must lie in [0, 1]")
-    for k in ("recover_margin", "median_tol", "track_tol", "plugin_margin"):
+    for k in ("recover_margin", "median_tol", "track_tol", "plugin_margin", "headroom_margin"):
         v = getattr(cfg, k)
         if not (np.isfinite(v) and -1 < v < 1):
             raise ValueError(f"{k} must be a finite number in (-1, 1)")
