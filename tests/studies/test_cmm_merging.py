@@ -8,7 +8,7 @@ import pytest
 
 from genlab.data.digit_tasks import N_CLASSES, TASKS, digit_task_splits, task_labels
 from genlab.harness.errors import ConfigError
-from genlab.studies.cmm_merging import CMMMerging, _run_seed
+from genlab.studies.cmm_merging import CMMMerging, _run_seed, capability_weights, linear_step_gap
 
 CFG = CMMMerging.config("quick")
 
@@ -35,7 +35,8 @@ def test_splits_are_disjoint_stratified_and_seeded():
     assert not np.array_equal(digit_task_splits(seed=4).val, s.val)
 
 
-def _metrics(drops=(0.1, 0.1, 0.1), cmm=0.80, rand=0.72, rand_sd=0.02, best=0.78, weak_cost=None, n=6):
+def _metrics(drops=(0.1, 0.1, 0.1), cmm=0.80, rand=0.72, rand_sd=0.02, best=0.78, weak_cost=None, n=6,
+             same=0.76, rev=0.74, linear_gap=1e-7):
     """Metrics of ``n`` seeds with small seed noise around the given means."""
     noise = np.linspace(-0.004, 0.004, n)
     methods = ("task_arithmetic", "ties", "dare_ties")
@@ -49,6 +50,9 @@ def _metrics(drops=(0.1, 0.1, 0.1), cmm=0.80, rand=0.72, rand_sd=0.02, best=0.78
         p["best_one_shot"] = [max(v) for v in zip(*(p[m] for m in ("task_arithmetic", "ties", "dare_ties")))]
         p["random_order_mean"] = list(rand - cost["random"] + noise[::-1])
         p["random_order_sd"] = [rand_sd] * n
+        p["same_weights"] = list(same + noise[::-1])
+        p["reversed"] = list(rev + noise[::-1])
+        p["linear_step_gap"] = [linear_gap] * n
         pools[pool] = p
     return {"sweep": sweep, "pools": pools, "split_disjoint": [True] * n, "split_sizes": [898, 359, 540]}
 
@@ -71,9 +75,32 @@ def test_claims_fail_when_they_should():
     assert v["cmm-beats-one-shot"] == "not reproduced"
     cost = {"task_arithmetic": 0.03, "ties": 0.03, "dare_ties": 0.0, "cmm": 0.02, "random": 0.03}
     assert _verdicts(_metrics(weak_cost=cost))["cmm-robust-to-weak-experts"] == "not reproduced"
+    v = _verdicts(_metrics(cmm=0.80, same=0.81))  # the one-shot merge with the same weights does as well
+    assert v["cmm-beats-same-weights"] == "not reproduced" and v["cmm-beats-one-shot"] == "reproduced"
+    assert _verdicts(_metrics(cmm=0.80, rev=0.805))["cmm-beats-reversed-order"] == "not reproduced"
+    assert _verdicts(_metrics(linear_gap=1e-3))["linear-step-is-one-shot"] == "not reproduced"
     m = _metrics()
     m["split_disjoint"][2] = False
     assert _verdicts(m)["validation-disjoint-from-test"] == "not reproduced"
+
+
+def test_cmm_claims_wait_for_the_premise():
+    v = _verdicts(_metrics(drops=(0.1, 0.005, 0.1)))  # no conflict: nothing CMM does can be read
+    for key in ("cmm-beats-same-weights", "cmm-beats-reversed-order", "cmm-beats-random-order", "cmm-beats-one-shot"):
+        assert v[key] == "inconclusive", key
+
+
+def test_linear_steps_make_cmm_a_one_shot_merge():
+    """The identity behind the issue: with task-arithmetic steps the curriculum only sets weights."""
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    base = {"w": torch.randn(6, 5, generator=gen), "b": torch.randn(5, generator=gen)}
+    experts = [{k: v + 0.3 * torch.randn(v.shape, generator=gen) for k, v in base.items()} for _ in range(5)]
+    scores = [0.3, 0.1, 0.5, 0.2, 0.4]
+    assert linear_step_gap(base, experts, scores, CFG) < 1e-6
+    w = capability_weights(scores, CFG)  # linear schedule: 2k / (K(K + 1)) by ascending capability
+    assert np.allclose(w, [2 * k / 30 for k in (3, 1, 5, 2, 4)])
 
 
 def test_claim_texts_follow_the_config():
@@ -106,5 +133,7 @@ def test_one_seed_scores_are_consistent():
     for pool in ("strong", "with_weak"):
         arms = r[pool]
         assert len(arms["random_order"]["test"]) == cfg.random_orders
-        for arm in ("task_arithmetic", "ties", "dare_ties", "cmm"):
+        for arm in ("task_arithmetic", "ties", "dare_ties", "cmm", "same_weights", "reversed"):
             assert 0 < arms[arm]["test"] <= 1.5 and arms[arm]["lambda"] in (*cfg.lambdas, *cfg.lambdas_progressive)
+        assert arms["linear_step_gap"] < 1e-5
+        assert arms["cmm"]["density"] in cfg.cmm_density

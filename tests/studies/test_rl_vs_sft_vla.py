@@ -60,12 +60,15 @@ def test_dpo_loss_is_log2_when_policy_equals_reference():
     assert better < math.log(2)
 
 
-def _metrics(sft, ppo, grpo=None, dpo=None, n=4):
+def _metrics(sft, ppo, grpo=None, dpo=None, matched=None, n=6):
     noise = np.linspace(-0.01, 0.01, n)
-    arms = {"sft": sft, "ppo": ppo, "grpo": grpo or sft, "dpo": dpo or sft}
+    arms = {"sft": sft, "sft_matched": matched or sft, "ppo": ppo, "grpo": grpo or sft, "dpo": dpo or sft}
     return {
         "success": {a: {s: list(np.clip(v[i] + noise, 0, 1)) for i, s in enumerate(EVAL)} for a, v in arms.items()},
         "rl_steps": {a: [CFG.rl_steps + 10] * n for a in ("ppo", "grpo", "dpo")},
+        "updates": {a: [40] * n for a in ("ppo", "grpo", "dpo")},
+        "demo_steps": [300] * n,
+        "matched_demo_steps": [300 + CFG.rl_steps + 5] * n,
     }
 
 
@@ -73,19 +76,42 @@ def _verdicts(m, cfg=CFG):
     return {c.key: c.check(m, cfg).held for c in RLvsSFTVLA.claims}
 
 
+GOOD = dict(sft=(0.95, 0.6, 0.7, 0.3), matched=(0.96, 0.62, 0.72, 0.4), ppo=(0.97, 0.62, 0.78, 0.7),
+            grpo=(0.9, 0.5, 0.6, 0.5), dpo=(0.95, 0.6, 0.7, 0.4))  # fmt: skip
+
+
 def test_claims_hold_on_paper_like_metrics_and_fail_otherwise():
-    good = _metrics(
-        sft=(0.95, 0.6, 0.7, 0.3), ppo=(0.97, 0.62, 0.78, 0.7), grpo=(0.9, 0.5, 0.6, 0.5), dpo=(0.95, 0.6, 0.7, 0.4)
-    )
-    v = _verdicts(good)
+    v = _verdicts(_metrics(**GOOD))
     assert all(v.values()), v
-    bad = _metrics(sft=(0.6, 0.2, 0.7, 0.6), ppo=(0.6, 0.5, 0.7, 0.55), grpo=(0.9, 0.9, 0.9, 0.9))
+    bad = _metrics(sft=(0.6, 0.2, 0.7, 0.6), ppo=(0.6, 0.5, 0.7, 0.55), grpo=(0.9, 0.9, 0.9, 0.9),
+                   matched=(0.7, 0.3, 0.7, 0.62))  # fmt: skip
     v = _verdicts(bad)
     assert v["sft-high-in-distribution"] is False and v["sft-drops-most-on-execution"] is False
     assert v["ppo-gains-on-execution"] is False and v["ppo-gain-largest-on-execution"] is False
-    assert v["ppo-vision-parity"] is False and v["ppo-at-least-grpo-dpo"] is False
-    unequal = dict(good, rl_steps={"ppo": [10**9] * 4, "grpo": [CFG.rl_steps] * 4, "dpo": [CFG.rl_steps] * 4})
+    assert v["ppo-beats-matched-sft-on-execution"] is False
+    assert v["ppo-vision-parity"] is False and v["ppo-beats-grpo-dpo"] is False
+    unequal = dict(_metrics(**GOOD), rl_steps={"ppo": [10**9] * 6, "grpo": [CFG.rl_steps] * 6,
+                                                "dpo": [CFG.rl_steps] * 6})  # fmt: skip
     assert _verdicts(unequal)["equal-env-step-budget"] is False
+    short = dict(_metrics(**GOOD), matched_demo_steps=[300 + CFG.rl_steps - 1] * 6)
+    assert _verdicts(short)["sft-data-matched"] is False
+
+
+def test_matched_sft_is_the_central_comparison():
+    """PPO far ahead of its warm start but not of SFT given the same data: the central claim fails."""
+    m = _metrics(**{**GOOD, "matched": (0.96, 0.62, 0.72, 0.69)})
+    v = _verdicts(m)
+    assert v["ppo-gains-on-execution"] is True and v["ppo-beats-matched-sft-on-execution"] is False
+
+
+def test_parity_and_superiority_need_more_than_a_tie():
+    zero = _metrics(sft=(0.9, 0.0, 0.5, 0.3), matched=(0.9, 0.0, 0.5, 0.4), ppo=(0.9, 0.0, 0.6, 0.7))
+    ev = RLvsSFTVLA.claim("ppo-vision-parity").check(zero, CFG)
+    assert ev.held is None and "competence" in ev.note  # every arm at 0 on vision: parity says nothing
+    tie = _metrics(**{**GOOD, "grpo": GOOD["ppo"]})
+    assert _verdicts(tie)["ppo-beats-grpo-dpo"] is None  # equal is not superior (it passed as non-inferior before)
+    ahead = _metrics(**{**GOOD, "grpo": tuple(x + 0.02 for x in GOOD["ppo"])})
+    assert _verdicts(ahead)["ppo-beats-grpo-dpo"] is False
 
 
 def test_rl_only_sees_the_training_distribution(monkeypatch):
@@ -102,6 +128,7 @@ def test_rl_only_sees_the_training_distribution(monkeypatch):
     sft, _ = train_sft(cfg, 0)
     for arm in ("ppo", "grpo", "dpo"):
         train_rl(arm, sft, cfg, 1)
+    train_sft(cfg, 0, extra_steps=50)
     assert seen and set(seen) == {"train"}
 
 
@@ -109,7 +136,7 @@ def test_config_validation():
     with pytest.raises((ValueError, ConfigError)):
         RLvsSFTVLA.config("smoke", {"envs": 30, "group": 8})
     with pytest.raises((ValueError, ConfigError)):
-        RLvsSFTVLA.config("smoke", {"arms": ("ppo",)})
+        RLvsSFTVLA.config("smoke", {"push_prob": 1.5})
 
 
 def test_one_smoke_seed_is_consistent():
@@ -120,7 +147,9 @@ def test_one_smoke_seed_is_consistent():
         assert all(0.0 <= out["success"][arm][s] <= 1.0 for s in EVAL)
     for arm in ("ppo", "grpo", "dpo"):
         assert cfg.rl_steps <= out["rl_steps"][arm] <= cfg.rl_steps + cfg.envs * cfg.max_steps
+        assert 0 < out["updates"][arm] <= cfg.minibatches * (cfg.rl_steps // cfg.envs + 1)
     assert out["success"]["sft"]["train"] > 0.0  # the warm start does something
+    assert out["demo_steps"] + cfg.rl_steps <= out["matched_demo_steps"] <= out["demo_steps"] + cfg.rl_steps + 2000
 
 
 def test_sft_claim_is_inconclusive_when_the_interval_straddles_the_threshold():

@@ -117,3 +117,18 @@ def test_pcgrad_projections_hold_for_random_gradients():
         # with two objectives the surgered sum never conflicts with either gradient
         two = pcgrad(g[:2], torch.Generator().manual_seed(0))
         assert float(two @ g[0]) >= -1e-6 and float(two @ g[1]) >= -1e-6
+
+
+@pytest.mark.parametrize("rule", ["loss", "gradnorm"])
+def test_an_objective_that_is_zero_at_the_start_keeps_its_weight(rule):
+    """Issue 33: image-L1 is exactly 0 at step 0 (zero pixel prompt); 1 / (0 + eps) must not take every weight."""
+    lev = Leveller(rule, [1.0, 25.0, 10.0, 1.0], rate=1.0, ema=0.0)
+    values = torch.tensor([1.6, 0.05, 0.0, 0.2])
+    w = lev.weights(values, grad_norms=values)
+    start = torch.tensor([1.0, 25.0, 10.0, 1.0]) * 4 / 37
+    assert math.isclose(float(w[2]), float(start[2]), rel_tol=1e-6)  # held, not levelled
+    assert math.isclose(float(w.sum()), 4.0, rel_tol=1e-6) and float(w[0]) > 0.01
+    active = w[[0, 1, 3]] * values[[0, 1, 3]]
+    assert torch.allclose(active, active[0].expand(3), rtol=1e-5)  # the material ones are levelled
+    w = lev.weights(torch.tensor([1.6, 0.05, 0.04, 0.2]), grad_norms=torch.tensor([1.6, 0.05, 0.04, 0.2]))
+    assert float(w[2]) > float(start[2])  # once material it joins the levelling

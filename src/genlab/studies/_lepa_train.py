@@ -165,10 +165,17 @@ def objective_weights(spec: TrainSpec, scale: float) -> list[float]:
 
 
 def arm_losses(
-    backend: Backend, ctx: torch.Tensor, prompt: torch.Tensor, x: torch.Tensor, y: torch.Tensor, frozen: dict
+    backend: Backend,
+    ctx: torch.Tensor,
+    prompt: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    frozen: dict,
+    unlabelled: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The four objectives of a PromptSRC-style learner for A arms at once, shape (A, 4): CE on base classes;
-    L1 between prompted and frozen hand-crafted text features; L1 between prompted and frozen image features;
+    L1 between prompted and frozen hand-crafted text features; L1 between prompted and frozen image features (on
+    the ``unlabelled`` images when given — the visual loss for unlabelled data — else on the labelled shots);
     KL(zero-shot ‖ prompted) logits. ``ctx`` is (A, M, d), ``prompt`` (A, *image shape)."""
     a, n = ctx.shape[0], len(x)
     text = backend.prompted_text(ctx, frozen["classes"])  # (A, C, D)
@@ -177,7 +184,8 @@ def arm_losses(
     logp = logits.log_softmax(-1)
     ce = F.nll_loss(logp.reshape(a * n, -1), y.repeat(a), reduction="none").reshape(a, n).mean(1)
     text_l1 = (text - frozen["text"]).abs().mean((1, 2))
-    image_l1 = (img - frozen["image"]).abs().mean((1, 2))
+    img_u = img if unlabelled is None else backend.image_features(unlabelled, prompt)
+    image_l1 = (img_u - frozen["image"]).abs().mean((1, 2))
     q = frozen["logits"].log_softmax(-1)
     kl = (q.exp() * (q - logp)).sum(-1).mean(-1)
     return torch.stack([ce, text_l1, image_l1, kl], 1)
@@ -227,12 +235,14 @@ def learn_prompts(
     spec: TrainSpec,
     seed: int,
     max_arms: int = 0,
+    unlabelled: torch.Tensor | None = None,
 ) -> list[dict[str, Any]]:
     """Learn, for every arm, context vectors and a pixel prompt on base-class images ``x`` with labels ``y``
     (indices into ``base_classes``). Arms are trained together in groups (those needing per-objective gradients
     apart, at most ``max_arms`` per group when > 0): their parameters are separate slices and Adam is
     element-wise, so a group equals training its arms one by one. Returns per arm (in order) ``ctx``, ``prompt``,
-    the objective-weight trace and the last losses."""
+    the objective-weight trace and the last losses. ``unlabelled`` images (no labels, any class) carry the image
+    consistency loss when given."""
     order = sorted(range(len(arms)), key=lambda i: needs_objective_grads(arms[i]))
     groups: list[list[int]] = []
     for i in order:
@@ -243,7 +253,8 @@ def learn_prompts(
             groups.append([i])
     results: list[dict[str, Any]] = [{} for _ in arms]
     for group in groups:
-        for i, res in zip(group, _learn_group(backend, x, y, base_classes, [arms[i] for i in group], spec, seed)):
+        for i, res in zip(group, _learn_group(backend, x, y, base_classes, [arms[i] for i in group], spec, seed,
+                                                  unlabelled)):
             results[i] = res
     return results
 
@@ -256,6 +267,7 @@ def _learn_group(
     arms: Sequence[Arm],
     spec: TrainSpec,
     seed: int,
+    unlabelled: torch.Tensor | None = None,
 ) -> list[dict[str, Any]]:
     gen = torch.Generator().manual_seed(seed)
     n_arms = len(arms)
@@ -268,13 +280,13 @@ def _learn_group(
         frozen = {
             "classes": list(base_classes),
             "text": text0,
-            "image": img0,
+            "image": img0 if unlabelled is None else backend.image_features(unlabelled),
             "logits": backend.logit_scale * img0 @ text0.T,
         }
     weighter = _Weighter(arms, spec, gen)
     traces: list[list[list[float]]] = [[] for _ in arms]
     for step in range(spec.steps):
-        losses = arm_losses(backend, ctx, prompt, x, y, frozen)
+        losses = arm_losses(backend, ctx, prompt, x, y, frozen, unlabelled)
         opt.zero_grad(set_to_none=True)
         if weighter.needs_grads:
             grads = torch.stack([_per_arm_grads(losses[:, k].sum(), ctx, prompt) for k in range(losses.shape[1])])

@@ -12,7 +12,9 @@ Levelling re-weights K objectives at every step so that their effective contribu
 
 Weights are normalised to sum to K and never carry gradient. They start at the given initial weights (the fixed
 weights a prompt learner was configured with, normalised) and relax towards the levelled target at ``rate`` per
-step (``rate = 1`` jumps there at once). PCGrad (Yu et al., 2020, arXiv:2001.06782) projects each objective's
+step (``rate = 1`` jumps there at once). ``loss`` and ``gradnorm`` level only the objectives whose running value is
+material (above ``active_frac`` of the largest); one that is still ~0 (zero at the start) keeps its weight.
+PCGrad (Yu et al., 2020, arXiv:2001.06782) projects each objective's
 gradient off the normal plane of every other objective's gradient it conflicts with (negative inner product).
 """
 
@@ -59,6 +61,7 @@ class Leveller:
         ema: float = 0.9,
         temperature: float = 2.0,
         eps: float = 1e-8,
+        active_frac: float = 1e-2,
     ) -> None:
         if rule not in RULES:
             raise ValueError(f"unknown levelling rule {rule!r}; rules: {', '.join(RULES)}")
@@ -67,7 +70,10 @@ class Leveller:
             raise ValueError("initial weights must be a non-empty sequence of positive finite numbers")
         if not 0.0 < rate <= 1.0 or not 0.0 <= ema < 1.0 or temperature <= 0:
             raise ValueError("need 0 < rate <= 1, 0 <= ema < 1 and temperature > 0")
+        if not 0.0 <= active_frac < 1.0:
+            raise ValueError("need 0 <= active_frac < 1")
         self.rule, self.rate, self.ema, self.temperature, self.eps = rule, rate, ema, temperature, eps
+        self.active_frac = active_frac
         self.k = init_t.numel()
         self.w = self.k * init_t / init_t.sum()
         self.mean: torch.Tensor | None = None  # running mean of the levelled quantity
@@ -90,9 +96,9 @@ class Leveller:
         if self.rule == "gradnorm":
             if grad_norms is None:
                 raise ValueError("the gradnorm rule needs the per-objective gradient norms")
-            target = level_target("gradnorm", self._smooth(torch.as_tensor(grad_norms)), eps=self.eps)
+            target = self._levelled(self._smooth(torch.as_tensor(grad_norms)))
         elif self.rule == "loss":
-            target = level_target("loss", self._smooth(losses_t), eps=self.eps)
+            target = self._levelled(self._smooth(losses_t))
         else:  # dwa: weights from the two previous steps' running means, then record this step
             target = (
                 level_target("dwa", self.prev[-1], self.prev[-2], self.temperature, self.eps)
@@ -102,6 +108,22 @@ class Leveller:
             self.prev = [*self.prev[-1:], self._smooth(losses_t).clone()]
         self.w = ((1 - self.rate) * self.w + self.rate * target).detach()
         return self.w.clone()
+
+    def _levelled(self, values: torch.Tensor) -> torch.Tensor:
+        """The ``loss`` / ``gradnorm`` target over the *material* objectives only: those whose running value is
+        above ``active_frac`` times the largest. The others keep their current weight until they become material
+        (a loss that is exactly zero at the start, e.g. an L1 to frozen features with a zero-initialised prompt,
+        would otherwise take all the weight: 1 / (0 + eps))."""
+        mag = values.abs()
+        active = mag > self.active_frac * mag.max()
+        if bool(active.all()):
+            return level_target(self.rule, values, eps=self.eps)
+        target = self.w.clone()
+        if not bool(active.any()):
+            return target
+        budget = self.k - float(self.w[~active].sum())
+        target[active] = level_target(self.rule, values[active], eps=self.eps) * budget / int(active.sum())
+        return target
 
     def combine(self, losses: Sequence[torch.Tensor], grad_norms: torch.Tensor | None = None) -> torch.Tensor:
         """Σ_i w_i·L_i with this step's (detached) weights: gradient flows through the losses only."""
