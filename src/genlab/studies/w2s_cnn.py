@@ -157,29 +157,33 @@ def _seed_table(m: dict[str, Any]) -> dict[str, np.ndarray]:
     return {k: np.array([r[k] for r in rows]) for k in rows[0]}
 
 
+def _all_of(parts: dict[str, Any], **numbers: Any) -> Any:
+    """``decide.all_of`` over named parts, each part's test summary kept among the numbers."""
+    return decide.all_of(*parts.values(), **numbers, **{f"test_{k}": ev.test.summary() for k, ev in parts.items()})
+
+
 def _claim_abundant(m: dict[str, Any], cfg) -> Any:
     """Four tests over the abundant seeds (each seed trains its own teacher and student), all of which must hold."""
     u = _seed_table(m)
-    return decide.all_of(
-        decide.paired(u["teacher_test"], u["best_test"], above=cfg.student_gain),
-        decide.mean(u["flipped_true_at_best"], above=cfg.flipped_true_min),
-        decide.mean(u["pseudo_fit_gap"], below=cfg.pseudo_fit_tol),
-        decide.paired(u["final_test"], u["best_test"], above=cfg.overtrain_rise),
-        **{f"mean_{k}": float(v.mean()) for k, v in u.items()},
-    )
+    return _all_of({
+        "beats_teacher": decide.paired(u["teacher_test"], u["best_test"], above=cfg.student_gain),
+        "flipped_true": decide.mean(u["flipped_true_at_best"], above=cfg.flipped_true_min),
+        "pseudo_fit_gap": decide.mean(u["pseudo_fit_gap"], below=cfg.pseudo_fit_tol),
+        "degrades": decide.paired(u["final_test"], u["best_test"], above=cfg.overtrain_rise),
+    }, **{f"mean_{k}": float(u[k].mean()) for k in ("best_test", "teacher_test", "flipped_true_at_best",
+                                                     "pseudo_fit_gap", "final_test")})
 
 
 def _claim_towards_teacher(m: dict[str, Any], cfg) -> Any:
     """From the validation-selected step to the last: the student fits more of the teacher's labels, predicts fewer
     flipped points with their true label, and ends closer to the teacher's test error than it was."""
     u = _seed_table(m)
-    return decide.all_of(
-        decide.mean(u["pseudo_acc_rise"], above=cfg.towards_teacher),
-        decide.mean(u["flipped_true_fall"], above=cfg.towards_teacher),
-        decide.paired(u["distance_to_teacher_best"], u["distance_to_teacher_final"], above=0.0),
-        **{f"mean_{k}": float(u[k].mean()) for k in ("pseudo_acc_rise", "flipped_true_fall",
-                                                      "distance_to_teacher_best", "distance_to_teacher_final")},
-    )
+    return _all_of({
+        "pseudo_fit_rises": decide.mean(u["pseudo_acc_rise"], above=cfg.towards_teacher),
+        "flipped_true_falls": decide.mean(u["flipped_true_fall"], above=cfg.towards_teacher),
+        "closer_to_teacher": decide.paired(u["distance_to_teacher_best"], u["distance_to_teacher_final"], above=0.0),
+    }, **{f"mean_{k}": float(u[k].mean()) for k in ("pseudo_acc_rise", "flipped_true_fall",
+                                                     "distance_to_teacher_best", "distance_to_teacher_final")})
 
 
 def _claim_linear_control(m: dict[str, Any], cfg) -> Any:
@@ -222,17 +226,18 @@ def _claim_scarce_monotone(m: dict[str, Any], cfg) -> Any:
 
 def _claim_matched(m: dict[str, Any], cfg) -> Any:
     """At equal SNR but another d (n scaled with d), each matched cell's benign share equals the line's at that SNR
-    within matched_tol: paired over seeds (TOST), all cells."""
+    within matched_tol: paired over seed indices (TOST; the cells are independent draws, so pairing by index only
+    forms differences of independent units), all cells."""
     s, mt = m["scarce"], m["scarce"]["matched"]
     line, match = _benign(s, cfg), _benign(mt, cfg)
-    tests, pairs = [], []
+    tests, pairs = {}, []
     for c, snr in enumerate(mt["snr"]):
         j = int(np.argmin(np.abs(np.asarray(s["snr"]) - snr)))
         if abs(s["snr"][j] - snr) > 1e-6 * max(snr, 1e-12):
             return evidence(None, note=f"no line cell has the SNR {snr:.3g} of a matched cell")
-        tests.append(decide.paired(match[c], line[j], within=(-cfg.matched_tol, cfg.matched_tol)))
+        tests[f"snr_{snr:.3g}"] = decide.paired(match[c], line[j], within=(-cfg.matched_tol, cfg.matched_tol))
         pairs.append([float(snr), float(line[j].mean()), float(match[c].mean())])
-    return decide.all_of(*tests, d_line=s["d"], d_matched=mt["d"], snr_line_share_matched_share=pairs)
+    return _all_of(tests, d_line=s["d"], d_matched=mt["d"], snr_line_share_matched_share=pairs)
 
 
 @register
