@@ -17,6 +17,7 @@ from genlab.studies.ifbench_rlvr import (
     TRAIN_TYPES,
     VOCAB,
     WORD0,
+    WORDS,
     IFBenchRLVR,
     _beats,
     demonstration,
@@ -70,10 +71,21 @@ def test_detokenize_and_ignoring_responses_follow_only_by_chance():
     assert detokenize([WORD0, COMMA, WORD0 + 1, EOS, WORD0]) == "river, cat"
     assert verdicts("", [("nocomma", None)]) == [False]  # strict: an empty response follows nothing
     rng = np.random.default_rng(2)
-    for split in ("train", "heldout"):
+    for split, low in (("train", 0.15), ("heldout", 0.05)):
         prompts = sample_prompts(rng, 400, split, 2)
         rewards = [ifeval_reward(detokenize(random_response(rng, 16)), ground_truth(c), scale=1.0) for c in prompts]
-        assert 0.15 < np.mean(rewards) < 0.8  # neither always right nor always wrong
+        assert low < np.mean(rewards) < 0.8  # neither always right nor always wrong
+
+
+def test_the_default_reply_of_the_training_types_follows_no_held_out_prompt():
+    """Issue 35: GRPO's learned default reply (10-12 distinct words, no comma) satisfied the old held-out "range"
+    and "distinct" types. No held-out prompt may be satisfied by such a reply (10-14 distinct words: what "long"
+    and "unique" ask for)."""
+    rng = np.random.default_rng(3)
+    for cons in sample_prompts(rng, 300, "heldout", 2):
+        for n in (10, 11, 12, 13, 14):
+            text = " ".join(WORDS[i] for i in rng.choice(len(WORDS), n, replace=False))
+            assert not all(verdicts(text, cons)), (cons, text)
 
 
 def _batch(seed=0, n=12, group=4):

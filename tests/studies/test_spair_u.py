@@ -106,3 +106,27 @@ def test_per_category_claim_tests_each_category_over_seeds():
     m["pck"]["supervised/unseen/cat/chair"] = _six(0.7, 0.7, 0.71)  # chair reversed: the intersection fails
     ev = _check_per_category(m, _Cfg)
     assert ev.held is False and ev.numbers["categories_won"] == "1/2"
+
+
+def test_swap_control_claim_reads_the_swapped_head_in_original_slot_names():
+    from genlab.studies.spair_u import _check_swap_control
+
+    m = _metrics(supervised__seen__all=[0.80, 0.82, 0.81], supervised__unseen__all=[0.60, 0.61, 0.59],
+                 swapped__seen__all=[0.62, 0.60, 0.61], swapped__unseen__all=[0.79, 0.80, 0.81])
+    ev = _check_swap_control(m, _Cfg)
+    assert ev.held is True and ev.numbers["swapped_on_unseen"] == pytest.approx(0.8025)
+    m["pck"]["swapped/unseen/all"] = _six(0.55, 0.56, 0.57)  # training on the unseen slots does not help them
+    assert _check_swap_control(m, _Cfg).held is False
+    del m["pck"]["swapped/unseen/all"]
+    assert _check_swap_control(m, _Cfg).held is None
+
+
+def test_swapped_arm_trains_on_the_unseen_slots(tiny_data):
+    from dataclasses import replace
+
+    swapped = replace(tiny_data, seen=tiny_data.unseen, unseen=tiny_data.seen)
+    _, log = train_head(swapped, "supervised", TS, seed=0)
+    read = {tuple(k) for k in log["keypoint_slots_used"]}
+    unseen = {(name, int(k)) for c, name in enumerate(tiny_data.categories)
+              for k in np.flatnonzero(tiny_data.unseen[c])}
+    assert read == unseen

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, re
 
 ARMS = ("raw", "supervised", "3d")
 TRAINED = ("supervised", "3d")
+SWAPPED = "swapped"  # the control arm: the supervised head trained on the unseen slots instead of the seen ones
 KP_SETS = ("seen", "unseen")
 VIEWS = ("all", "mirrored", "same")
 
@@ -342,6 +343,8 @@ def run_seed(job: tuple[dict[str, Any], int, str]) -> dict[str, Any]:
             out["train"][arm] = log
         desc = describe(model, feats, test_images, device)
         out["arms"][arm] = summarise(*keypoint_outcomes(desc, data, "test", ts.alpha), data, "test")
+    if cfg["swap_control"]:
+        out["arms"][SWAPPED] = _swapped_arm(data, ts, seed, feats, test_images, device)
     out["test_pairs"] = int(len(data.pairs["test"]))
     out["slots"] = {kind: [[name, int(k)] for c, name in enumerate(data.categories) for k in np.flatnonzero(table[c])]
                     for kind, table in (("seen", data.seen), ("unseen", data.unseen))}
@@ -352,6 +355,17 @@ def run_seed(job: tuple[dict[str, Any], int, str]) -> dict[str, Any]:
     return out
 
 
+def _swapped_arm(data: CorrespondenceSet, ts: TrainSettings, seed: int, feats: Any, test_images: np.ndarray,
+                 device: str) -> dict[str, Any]:
+    """The control: the supervised head trained (and selected) on the *unseen* slots, its test PCK reported under
+    the original slot names ("seen" = the slots it did not train on)."""
+    swapped = replace(data, seen=data.unseen, unseen=data.seen)
+    model, _ = train_head(swapped, "supervised", ts, seed + 1, device)
+    desc = describe(model, feats, test_images, device)
+    summary = summarise(*keypoint_outcomes(desc, swapped, "test", ts.alpha), swapped, "test")
+    return {"seen": summary["unseen"], "unseen": summary["seen"]}
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # aggregation over seeds
 # ---------------------------------------------------------------------------------------------------------------
@@ -360,7 +374,7 @@ def run_seed(job: tuple[dict[str, Any], int, str]) -> dict[str, Any]:
 def aggregate(per_seed: list[dict[str, Any]], categories: list[str]) -> dict[str, Any]:
     """Per-seed PCK tables as lists over seeds (the seeds are the claims' units) and their mean / s.e. (figures)."""
     pck: dict[str, Any] = {}
-    for arm in ARMS:
+    for arm in (*ARMS, SWAPPED) if SWAPPED in per_seed[0]["arms"] else ARMS:
         for kp_set in KP_SETS:
             for view in (*VIEWS, "symmetric"):
                 pck[f"{arm}/{kp_set}/{view}"] = [s["arms"][arm][kp_set][view] for s in per_seed]
@@ -434,6 +448,23 @@ def _check_seen_equal(m: dict[str, Any], cfg: Any) -> Any:
     return decide.paired(_seeds(m, "3d/seen/all"), _seeds(m, "supervised/seen/all"),
                          within=(-cfg.seen_equal_tol, cfg.seen_equal_tol), pck_3d=_mean(m, "3d/seen/all"),
                          pck_supervised=_mean(m, "supervised/seen/all"))
+
+
+def _check_swap_control(m: dict[str, Any], cfg: Any) -> Any:
+    """The swap control: the supervised head trained on the unseen slots is better than the original head on those
+    slots and worse on the original seen ones (paired over seeds, both must hold): the gap follows the training
+    slots, not the slots' difficulty."""
+    if f"{SWAPPED}/unseen/all" not in m["pck"]:
+        return evidence(None, note="the swap control was not run (swap_control=false)")
+    parts = {
+        "better_on_its_slots": decide.paired(_seeds(m, f"{SWAPPED}/unseen/all"), _seeds(m, "supervised/unseen/all"),
+                                             above=0.0),
+        "worse_on_the_others": decide.paired(_seeds(m, "supervised/seen/all"), _seeds(m, f"{SWAPPED}/seen/all"),
+                                             above=0.0),
+    }
+    return decide.all_of(*parts.values(), swapped_on_unseen=_mean(m, f"{SWAPPED}/unseen/all"),
+                         swapped_on_seen=_mean(m, f"{SWAPPED}/seen/all"),
+                         **{f"test_{k}": ev.test.summary() for k, ev in parts.items()})
 
 
 def _check_unseen_never_trained(m: dict[str, Any], cfg: Any) -> Any:
@@ -512,6 +543,7 @@ class SpairUKeypoints(Study):
         proto_lr_mult: float = 10.0
         seeds: int = 3
         workers: int = 2
+        swap_control: bool = True  # also train the supervised head on the unseen slots (the control)
         seen_gain_min: float = 0.05
         gap_keep_max: float = 0.5
         unseen_margin: float = 0.0
@@ -552,7 +584,7 @@ class SpairUKeypoints(Study):
                   "train_pairs": 12, "val_pairs": 4, "test_pairs": 6, "surface_points": 1500, "steps": 4,
                   "eval_every": 2, "batch": 2, "width": 8, "out_dim": 8, "object_points": 12, "neighbours": 4,
                   "seeds": 2, "workers": 1},
-        "quick": {},
+        "quick": {"steps": 600, "eval_every": 100, "seeds": 5},
         "full": {"image_size": 32, "train_instances": 400, "val_instances": 30, "test_instances": 60, "views": 4,
                  "train_pairs": 4000, "val_pairs": 200, "test_pairs": 600, "surface_points": 12000,
                  "steps": 4000, "batch": 16, "width": 64, "out_dim": 64, "dilations": (1, 2, 4, 8),
@@ -573,6 +605,10 @@ class SpairUKeypoints(Study):
         Claim("3d-gain-largest-mirrored",
               "the 3D head's unseen-keypoint gain over the supervised head is larger on mirrored pairs than on "
               "same-side pairs (paired t-test over seeds)", _check_mirrored),
+        Claim("gap-follows-training-slots",
+              "control: a supervised head trained on the unseen slots instead beats the original head on them and "
+              "loses to it on the original seen slots (paired t-tests over seeds, both must hold)",
+              _check_swap_control),
         Claim("3d-beats-supervised-each-category",
               "the 3D head beats the supervised head on unseen keypoints by more than {unseen_margin} in every "
               "category (per category a paired t-test over seeds; all must hold)", _check_per_category),
