@@ -20,11 +20,21 @@ from typing import Any, Literal
 
 import numpy as np
 
-from genlab.data.motif_graphs import MOTIFS, MotifSpec, cache_folder, cached_split
+from genlab.data.motif_graphs import (
+    CONCEPT_KINDS,
+    GOOD_TEST_BIAS,
+    GOOD_TRAIN_BIAS,
+    GOOD_VAL_BIAS,
+    MOTIFS,
+    SPLIT_MAKERS,
+    MotifSpec,
+    cache_folder,
+    cached_split,
+)
 from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
 from genlab.studies._prune_train import ARMS, SELECTIONS, HParams, train_group
 
-SPLIT_KINDS = ("covariate", "concept")
+SPLIT_KINDS = tuple(SPLIT_MAKERS)  # GOOD-Motif basis (covariate, concept) and size (size-covariate, size-concept)
 EDGE_STATS = ("recall", "spurious_removed", "kept", "edge_auc")
 MOTIF_EDGES = {"house": 6, "cycle": 5, "crane": 6}
 
@@ -53,9 +63,9 @@ class PruneGraphOOD(Study):
         width_jitter: int = 5
         perturb: float = 0.05
         label_noise: float = 0.1
-        concept_train_bias: tuple[float, ...] = (0.95, 0.9, 0.85)
-        concept_val_bias: float = 0.5
-        concept_test_bias: float = 1.0 / 3.0
+        concept_train_bias: tuple[float, ...] = GOOD_TRAIN_BIAS  # GOOD's spurious ratios (b = 0: independent)
+        concept_val_bias: float = GOOD_VAL_BIAS
+        concept_test_bias: float = GOOD_TEST_BIAS
         cache_dir: str = ""  # empty: under the run directory
         # arms and seeds
         arms: tuple[str, ...] = ("erm", "gsat", "prune-code", "prune-no-size")
@@ -210,9 +220,12 @@ def _validate(cfg: Any) -> None:
     if not 0 <= cfg.warmup_epochs < cfg.epochs:
         raise ValueError("warmup_epochs must be in [0, epochs)")
     MotifSpec(cfg.width, cfg.width_jitter, cfg.perturb, cfg.label_noise).validate()
-    for name in ("concept_val_bias", "concept_test_bias", "eta", "gsat_final_r", "lost_share"):
+    for name in ("eta", "gsat_final_r", "lost_share"):
         if not 0.0 < getattr(cfg, name) < 1.0:
             raise ValueError(f"{name} must be in (0, 1)")
+    for name in ("concept_val_bias", "concept_test_bias"):
+        if not 0.0 <= getattr(cfg, name) <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1]")
     if not cfg.concept_train_bias or not all(0.0 <= b <= 1.0 for b in cfg.concept_train_bias):
         raise ValueError("concept_train_bias must be one or more values in [0, 1]")
     if not 0.0 < cfg.k_percent <= 100.0:
@@ -238,7 +251,7 @@ def _make_data(cfg: Any, ctx: RunContext, cache: Path) -> tuple[dict, dict[str, 
     graphs = errors = 0
     for split in cfg.splits:
         kw = {}
-        if split == "concept":
+        if split in CONCEPT_KINDS:
             kw = {"train_bias": tuple(cfg.concept_train_bias), "val_bias": cfg.concept_val_bias,
                   "test_bias": cfg.concept_test_bias}
         for s in range(cfg.seeds):
