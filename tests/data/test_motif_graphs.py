@@ -16,6 +16,9 @@ from genlab.data.motif_graphs import (
     covariate_split,
     generate,
     motif_graph,
+    role_zero,
+    size_concept_split,
+    size_covariate_split,
     to_pyg,
 )
 
@@ -61,15 +64,23 @@ def test_edge_masks_mark_exactly_the_motif_edges():
         assert nx.is_connected(graph)
 
 
-def test_perturbation_only_adds_edges_touching_the_base():
-    rng = np.random.default_rng(1)
-    for base in ("wheel", "ladder", "star", "path"):
-        g0, nb = build_graph(base, "house", 12, 0.0, np.random.default_rng(5))
-        g1, _ = build_graph(base, "house", 12, 0.5, np.random.default_rng(5))
-        assert set(g0.edges()) <= set(g1.edges())
-        added = set(g1.edges()) - set(g0.edges())
-        assert added and all(min(u, v) < nb for u, v in added)
-    del rng
+def test_perturbation_only_adds_edges_touching_a_role_zero_base_node():
+    """GOOD's ``perturb`` keeps an added edge only when an endpoint has role 0: any wheel/tree/ladder node, a star's
+    centre (never a leaf), a path's interior (never its ends)."""
+    for base in BASES:
+        kept_by_leaf_or_end = 0
+        for seed in range(20):
+            g0, nb = build_graph(base, "house", 12, 0.0, np.random.default_rng(seed))
+            g1, _ = build_graph(base, "house", 12, 0.5, np.random.default_rng(seed))
+            assert set(g0.edges()) <= set(g1.edges())
+            zero = set(np.flatnonzero(role_zero(base, nb)).tolist())
+            added = set(g1.edges()) - set(g0.edges())
+            assert all(u in zero or v in zero for u, v in added), (base, added)
+            kept_by_leaf_or_end += sum(u < nb and v < nb and u not in zero and v not in zero for u, v in added)
+        assert kept_by_leaf_or_end == 0
+    assert role_zero("star", 5).tolist() == [True, False, False, False, False]
+    assert role_zero("path", 4).tolist() == [False, True, True, False]
+    assert role_zero("ladder", 4).all()
 
 
 def test_covariate_split_bases_and_balance():
@@ -84,17 +95,68 @@ def test_covariate_split_bases_and_balance():
     assert counts.min() > 70  # about 100 each
 
 
-def test_concept_split_spurious_correlation():
+def _near(values, p, sigmas=4.5):
+    """The share of True in ``values`` is within ``sigmas`` binomial standard errors of ``p``."""
+    n = len(values)
+    return abs(np.mean(values) - p) <= sigmas * np.sqrt(p * (1 - p) / n) + 1e-12
+
+
+def test_concept_split_follows_goods_rule():
+    """good_motif.py, basis/concept: with probability b the base is the motif's (wheel-house, tree-cycle,
+    ladder-crane), else ``random.randint(0, 2)`` — uniform over the three, the motif's own included; b = 0.99, 0.97,
+    0.95 in the training environments, 0.3 in OOD val, 0.0 in OOD test."""
     spec = MotifSpec(label_noise=0.0)
-    sets = concept_split(2400, 900, spec, seed=4, train_bias=(0.95, 0.9, 0.85), val_bias=0.5)
+    sets = concept_split(3000, 1500, spec, seed=4)
     tr = sets["train"]
-    match = tr.base == tr.motif  # wheel-house, tree-cycle, ladder-crane are pairs 0-0, 1-1, 2-2
-    for e, b in enumerate((0.95, 0.9, 0.85)):
-        assert abs(match[tr.env == e].mean() - b) < 0.04
-    assert abs(np.mean(sets["ood_val"].base == sets["ood_val"].motif) - 0.5) < 0.05
-    test = sets["ood_test"]
-    assert abs(np.mean(test.base == test.motif) - 1 / 3) < 0.05
-    assert np.array_equal(tr.y, tr.motif)  # no label noise asked for
+    match = tr.base == tr.motif
+    for e, b in enumerate((0.99, 0.97, 0.95)):
+        assert _near(match[tr.env == e], b + (1 - b) / 3)
+    for split, b in (("ood_val", 0.3), ("ood_test", 0.0)):
+        gs = sets[split]
+        assert _near(gs.base == gs.motif, b + (1 - b) / 3)
+        other = gs.base[gs.base != gs.motif] - gs.motif[gs.base != gs.motif]
+        assert abs(np.mean(other % 3 == 1) - 0.5) < 0.06  # the two other bases equally often
+    assert set(np.unique(tr.base)) == {0, 1, 2} and np.array_equal(tr.y, tr.motif)
+
+
+def _widths(gs: GraphSet) -> tuple[np.ndarray, np.ndarray]:
+    """(base id, base width) per graph, the width read back from the number of base nodes (wheel and path: w nodes,
+    star w + 1, ladder 2w; trees are left out: their size is 2^(h+1) − 1)."""
+    n_base = np.add.reduceat((~gs.node_gt).astype(int), gs.node_ptr[:-1])
+    from_nodes = {"wheel": lambda n: n, "path": lambda n: n, "star": lambda n: n - 1, "ladder": lambda n: n // 2}
+    width = np.array([from_nodes[BASES[b]](n) if BASES[b] in from_nodes else -1 for b, n in zip(gs.base, n_base)])
+    return gs.base, width
+
+
+def test_size_covariate_split_follows_goods_rule():
+    """good_motif.py, size/covariate: base uniform over the five; width 6, 10 or 15 (uniformly) + randint(−5, 5) in
+    training, 30 ± 5 in OOD val, 70 ± 5 in OOD test."""
+    sets = size_covariate_split(1500, 300, MotifSpec(), seed=5)
+    for split, centres in (("train", (6, 10, 15)), ("ood_val", (30,)), ("ood_test", (70,))):
+        base, width = _widths(sets[split])
+        assert set(np.unique(base)) == set(range(len(BASES)))
+        assert abs(np.bincount(base, minlength=5) / len(base) - 0.2).max() < 0.06
+        w = width[width >= 0]
+        assert w.min() >= min(centres) - 5 and w.max() <= max(centres) + 5
+        assert abs(w.mean() - np.mean(centres)) < 0.6
+    _, width = _widths(sets["train"])
+    assert width[width >= 0].min() <= 2  # 6 − 5 = 1: GOOD's size domain reaches one-node bases
+    assert set(np.unique(sets["train"].env)) == {0, 1, 2}  # environment = the width's index
+
+
+def test_size_concept_split_follows_goods_rule():
+    """good_motif.py, size/concept: base uniform over the five; the width centre (10, 40, 70) is the motif's with
+    probability b, else uniform; b as for the basis concept split."""
+    sets = size_concept_split(3000, 1500, MotifSpec(label_noise=0.0), seed=6)
+    for split, biases in (("train", (0.99, 0.97, 0.95)), ("ood_val", (0.3,)), ("ood_test", (0.0,))):
+        gs = sets[split]
+        _, width = _widths(gs)
+        ok = width >= 0
+        centre = np.digitize(width[ok], [25, 55])  # 10 ± 5, 40 ± 5, 70 ± 5 are disjoint
+        assert np.all(np.abs(width[ok] - np.array([10, 40, 70])[centre]) <= 5)
+        env = gs.env[ok]
+        for e, b in enumerate(biases):
+            assert _near((centre == gs.motif[ok])[env == e], b + (1 - b) / 3)
 
 
 def test_label_noise_rate():
@@ -133,6 +195,6 @@ def test_to_pyg_matches_arrays():
 
 def test_spec_validation():
     with pytest.raises(ValueError):
-        MotifSpec(width=4, width_jitter=3).validate()
+        MotifSpec(width=4, width_jitter=4).validate()
     with pytest.raises(ValueError):
         MotifSpec(label_noise=1.5).validate()

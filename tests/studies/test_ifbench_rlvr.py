@@ -17,6 +17,7 @@ from genlab.studies.ifbench_rlvr import (
     TRAIN_TYPES,
     VOCAB,
     WORD0,
+    WORDS,
     IFBenchRLVR,
     _beats,
     demonstration,
@@ -70,10 +71,21 @@ def test_detokenize_and_ignoring_responses_follow_only_by_chance():
     assert detokenize([WORD0, COMMA, WORD0 + 1, EOS, WORD0]) == "river, cat"
     assert verdicts("", [("nocomma", None)]) == [False]  # strict: an empty response follows nothing
     rng = np.random.default_rng(2)
-    for split in ("train", "heldout"):
+    for split, low in (("train", 0.15), ("heldout", 0.05)):
         prompts = sample_prompts(rng, 400, split, 2)
         rewards = [ifeval_reward(detokenize(random_response(rng, 16)), ground_truth(c), scale=1.0) for c in prompts]
-        assert 0.15 < np.mean(rewards) < 0.8  # neither always right nor always wrong
+        assert low < np.mean(rewards) < 0.8  # neither always right nor always wrong
+
+
+def test_the_default_reply_of_the_training_types_follows_no_held_out_prompt():
+    """Issue 35: GRPO's learned default reply (10-12 distinct words, no comma) satisfied the old held-out "range"
+    and "distinct" types. No held-out prompt may be satisfied by such a reply (10-14 distinct words: what "long"
+    and "unique" ask for)."""
+    rng = np.random.default_rng(3)
+    for cons in sample_prompts(rng, 300, "heldout", 2):
+        for n in (10, 11, 12, 13, 14):
+            text = " ".join(WORDS[i] for i in rng.choice(len(WORDS), n, replace=False))
+            assert not all(verdicts(text, cons)), (cons, text)
 
 
 def _batch(seed=0, n=12, group=4):
@@ -135,26 +147,28 @@ def test_dpo_step_raises_the_chosen_over_the_rejected_and_pairs_rank_by_reward()
     assert losses[-1] < 0.5 and margin() > before + 1.0
 
 
-def _metrics(grpo_ood, base_ood, n=200, seeds=3):
-    """Fake metrics whose per-prompt verdicts reproduce the given per-seed accuracies."""
-    m = {"acc": {}, "follow": {}}
+def _metrics(grpo_ood, base_ood):
+    """Fake metrics with the given per-seed accuracies."""
+    m = {"acc": {}}
     for arm, accs in (("grpo", grpo_ood), ("base", base_ood), ("dpo", base_ood), ("sft", base_ood)):
         m["acc"][arm] = {"ood": list(accs), "id": list(accs)}
-        rows = [[1] * round(a * n) + [0] * (n - round(a * n)) for a in accs]
-        m["follow"][arm] = {"ood": rows, "id": rows}
     return m
 
 
-def test_the_central_claim_is_decided_by_seed_error_bars_and_holm():
+def test_the_central_claim_is_a_paired_t_test_over_seeds():
     cfg = IFBenchRLVR.Config()
-    up = _beats(_metrics([0.50, 0.52, 0.55], [0.30, 0.31, 0.30]), cfg, "grpo", "base", "ood", 0.03, (("grpo", "base"),))
-    assert up.held is True and up.numbers["holm_p"] < 0.05 and up.numbers["gain_mean"] == pytest.approx(0.22)
-    down = _beats(_metrics([0.20, 0.22, 0.21], [0.30, 0.31, 0.30]), cfg, "grpo", "base", "ood", 0.03,
-                  (("grpo", "base"),))  # fmt: skip
+    up = _beats(_metrics([0.50, 0.52, 0.55, 0.49, 0.51], [0.30, 0.31, 0.30, 0.29, 0.33]), cfg, "grpo", "base",
+                "ood", 0.03)
+    assert up.held is True and up.test.n == 5 and up.test.method == "t"
+    assert up.test.effect == pytest.approx(0.208)
+    down = _beats(_metrics([0.20, 0.22, 0.21, 0.2, 0.19], [0.30, 0.31, 0.30, 0.3, 0.3]), cfg, "grpo", "base",
+                  "ood", 0.03)
     assert down.held is False
-    noisy = _beats(_metrics([0.20, 0.60, 0.35], [0.30, 0.31, 0.30]), cfg, "grpo", "base", "ood", 0.03,
-                   (("grpo", "base"),))  # fmt: skip
+    noisy = _beats(_metrics([0.20, 0.60, 0.35, 0.5, 0.3], [0.30, 0.31, 0.30, 0.3, 0.3]), cfg, "grpo", "base",
+                   "ood", 0.03)
     assert noisy.held is None
+    three = _beats(_metrics([0.50, 0.52, 0.55], [0.30, 0.31, 0.30]), cfg, "grpo", "base", "ood", 0.03)
+    assert three.held is None  # fewer than 5 units never decide
 
 
 def test_smoke_run_keeps_held_out_types_out_of_training_and_gradients_split_invariant(tmp_path):

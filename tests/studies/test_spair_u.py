@@ -64,8 +64,13 @@ class _Cfg:
     seen_gain_min, gap_keep_max, unseen_margin, seen_equal_tol = 0.05, 0.5, 0.0, 0.03
 
 
+def _six(*values):
+    """Six seeds: the given three and the same shifted by 0.005 (the decision rule needs >= 5 units)."""
+    return [*values, *(v + 0.005 for v in values)]
+
+
 def _metrics(**per_key):
-    return {"pck": {k.replace("__", "/"): v for k, v in per_key.items()}}
+    return {"pck": {k.replace("__", "/"): _six(*v) for k, v in per_key.items()}}
 
 
 def test_claim_checks_on_known_numbers():
@@ -73,14 +78,55 @@ def test_claim_checks_on_known_numbers():
                  supervised__unseen__all=[0.60, 0.61, 0.59], raw__unseen__all=[0.70, 0.71, 0.69],
                  **{"3d__unseen__all": [0.66, 0.66, 0.65], "3d__seen__all": [0.81, 0.82, 0.81]})
     assert _check_seen_gain(m, _Cfg).held is True
-    assert _check_gap(m, _Cfg).held is True  # unseen gain -0.1 < 0.5 * 0.16
+    ev = _check_gap(m, _Cfg)  # unseen gain -0.1 < 0.5 * 0.16
+    assert ev.held is True and ev.test.n == 6 and ev.test.direction == "below"
+    assert ev.test.effect == pytest.approx(-0.1 - 0.5 * (0.81 - 0.65))
     assert _check_3d_unseen(m, _Cfg).held is True
     assert _check_seen_equal(m, _Cfg).held is True
+    # three seeds never decide
+    three = {"pck": {k: v[:3] for k, v in m["pck"].items()}}
+    assert _check_3d_unseen(three, _Cfg).held is None
     # the supervised head keeps its whole gain on unseen keypoints: no gap
-    m["pck"]["supervised/unseen/all"] = [0.86, 0.87, 0.85]
+    m["pck"]["supervised/unseen/all"] = _six(0.86, 0.87, 0.85)
     assert _check_gap(m, _Cfg).held is False
     # the head does not beat raw features on seen keypoints: the gap claim has no premise
-    m["pck"]["supervised/seen/all"] = [0.65, 0.66, 0.64]
-    assert _check_gap(m, _Cfg).held is None
+    m["pck"]["supervised/seen/all"] = _six(0.65, 0.66, 0.64)
+    assert _check_gap(m, _Cfg).held is None and "precondition" in _check_gap(m, _Cfg).note
     assert _check_mirror_invariant({"mirror_invariance_max_abs": 0.0}, _Cfg).held is True
     assert _check_mirror_invariant({"mirror_invariance_max_abs": 1e-3}, _Cfg).held is False
+
+
+def test_per_category_claim_tests_each_category_over_seeds():
+    from genlab.studies.spair_u import _check_per_category
+
+    m = _metrics(**{"3d__unseen__cat__car": [0.6, 0.62, 0.61], "supervised__unseen__cat__car": [0.5, 0.52, 0.5],
+                    "3d__unseen__cat__chair": [0.6, 0.62, 0.61], "supervised__unseen__cat__chair": [0.5, 0.5, 0.5]})
+    m["categories"] = ["car", "chair"]
+    assert _check_per_category(m, _Cfg).held is True
+    m["pck"]["supervised/unseen/cat/chair"] = _six(0.7, 0.7, 0.71)  # chair reversed: the intersection fails
+    ev = _check_per_category(m, _Cfg)
+    assert ev.held is False and ev.numbers["categories_won"] == "1/2"
+
+
+def test_swap_control_claim_reads_the_swapped_head_in_original_slot_names():
+    from genlab.studies.spair_u import _check_swap_control
+
+    m = _metrics(supervised__seen__all=[0.80, 0.82, 0.81], supervised__unseen__all=[0.60, 0.61, 0.59],
+                 swapped__seen__all=[0.62, 0.60, 0.61], swapped__unseen__all=[0.79, 0.80, 0.81])
+    ev = _check_swap_control(m, _Cfg)
+    assert ev.held is True and ev.numbers["swapped_on_unseen"] == pytest.approx(0.8025)
+    m["pck"]["swapped/unseen/all"] = _six(0.55, 0.56, 0.57)  # training on the unseen slots does not help them
+    assert _check_swap_control(m, _Cfg).held is False
+    del m["pck"]["swapped/unseen/all"]
+    assert _check_swap_control(m, _Cfg).held is None
+
+
+def test_swapped_arm_trains_on_the_unseen_slots(tiny_data):
+    from dataclasses import replace
+
+    swapped = replace(tiny_data, seen=tiny_data.unseen, unseen=tiny_data.seen)
+    _, log = train_head(swapped, "supervised", TS, seed=0)
+    read = {tuple(k) for k in log["keypoint_slots_used"]}
+    unseen = {(name, int(k)) for c, name in enumerate(tiny_data.categories)
+              for k in np.flatnonzero(tiny_data.unseen[c])}
+    assert read == unseen

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from genlab.data.patches import PatchModel
 from genlab.studies.w2s_cnn import (
     W2SCNN,
-    _abundant_held,
+    _claim_abundant,
     _claim_matched,
     _claim_scarce,
     _claim_scarce_monotone,
+    _claim_towards_teacher,
+    _error_slopes,
     w2s_cnn_run,
 )
 
@@ -45,69 +48,73 @@ def test_small_abundant_run_corrects_the_teachers_labels():
     assert res["pseudo_acc"][best] < 1 - res["flip_rate"] + 0.05  # ...so it does not fit the pseudo-labels
 
 
-def test_abundant_claim_logic():
-    run = {
-        "test": [0.4, 0.01, 0.05],
-        "teacher_test": 0.15,
-        "flipped_true": [0.5, 0.95, 0.6],
-        "pseudo_acc": [0.6, 0.85, 0.9],
-        "flip_rate": 0.15,
-    }
+RUN = {
+    "test": [0.4, 0.01, 0.05],
+    "val": [0.4, 0.012, 0.05],
+    "teacher_test": 0.15,
+    "flipped_true": [0.5, 0.95, 0.6],
+    "pseudo_acc": [0.6, 0.85, 0.9],
+    "flip_rate": 0.15,
+}
+
+
+def _seeds(run, k=6):
+    """k seeds of ``run`` with small seed-to-seed differences (the decision rule needs >= 5 units)."""
+    return {"abundant": {"runs": [dict(run, teacher_test=run["teacher_test"] + 0.002 * i,
+                                       flipped_true=[f - 0.003 * i for f in run["flipped_true"]],
+                                       test=[t + 0.001 * i for t in run["test"]]) for i in range(k)]}}
+
+
+def test_abundant_claim_is_four_tests_over_seeds():
     cfg = W2SCNN.Config()
-    assert _abundant_held(run, cfg)[0]
-    assert not _abundant_held({**run, "test": [0.4, 0.01, 0.011]}, cfg)[0]  # no degradation
-    assert not _abundant_held({**run, "flipped_true": [0.5, 0.7, 0.6]}, cfg)[0]  # no label correction
-
-
-def _line(shares, snr=(0.4, 0.8, 1.6, 3.2), k=12, hard=None, se=None):
-    from genlab.stats import wilson_interval
-
-    shares = np.asarray(shares, float)
-    hard = np.asarray(hard if hard is not None else 0.5 - 0.4 * shares)
-    return {
-        "snr": list(snr), "r": [0.1] * len(snr), "benign_frac": shares,
-        "benign_ci": [wilson_interval(round(f * k), k) for f in shares],
-        "hard_mean": hard, "hard_se": np.asarray(se if se is not None else np.full(len(snr), 0.01)),
-    }
-
-
-def test_wilson_interval():
-    from genlab.stats import wilson_interval
-
-    lo, hi = wilson_interval(6, 12)
-    # by hand: 0.5 + 1.96·√(1/48 + 1.96²/576) / (1 + 1.96²/12) = 0.7462
-    assert lo < 0.5 < hi and abs((lo + hi) / 2 - 0.5) < 1e-12 and abs(hi - 0.7462) < 1e-3
-    assert wilson_interval(0, 12)[0] == 0.0 and wilson_interval(12, 12)[1] == 1.0
-    assert wilson_interval(0, 0) == (0.0, 1.0)
-
-
-def test_scarce_claims():
-    rises = {"scarce": _line([1 / 12, 4 / 12, 8 / 12, 11 / 12])}
-    assert _claim_scarce(rises, CFG).held is True
-    falls = {"scarce": _line([11 / 12, 8 / 12, 4 / 12, 1 / 12])}
-    assert _claim_scarce(falls, CFG).held is False
-    flat = {"scarce": _line([0.5, 0.5, 0.5, 0.5])}
-    assert _claim_scarce(flat, CFG).held is None
-    assert _claim_scarce_monotone({"scarce": _line([0, 0, 0, 0], hard=[0.5, 0.4, 0.3, 0.1])}, CFG).held is True
-    assert _claim_scarce_monotone({"scarce": _line([0, 0, 0, 0], hard=[0.5, 0.1, 0.4, 0.1])}, CFG).held is False
-    assert _claim_scarce_monotone({"scarce": _line([0, 0, 0, 0], hard=[0.3, 0.3, 0.3, 0.3])}, CFG).held is None
-    line = _line([1 / 12, 4 / 12, 8 / 12, 11 / 12])
-    same = dict(_line([4 / 12, 11 / 12], snr=(0.8, 3.2)), d=2000)
-    assert _claim_matched({"scarce": dict(line, d=4000, matched=same)}, CFG).held is True
-    worse = dict(_line([0.0, 2 / 12], snr=(0.8, 3.2)), d=2000)
-    assert _claim_matched({"scarce": dict(line, d=4000, matched=worse)}, CFG).held is False
-    off = dict(_line([0.0], snr=(5.0,)), d=2000)
-    assert _claim_matched({"scarce": dict(line, d=4000, matched=off)}, CFG).held is None
+    ev = _claim_abundant(_seeds(RUN), cfg)
+    assert ev.held is True and ev.test.n == 6
+    assert ev.numbers["mean_best_test"] == pytest.approx(0.01 + 0.0025)
+    assert _claim_abundant(_seeds({**RUN, "test": [0.4, 0.01, 0.011]}), cfg).held is False  # no degradation
+    assert _claim_abundant(_seeds({**RUN, "flipped_true": [0.5, 0.7, 0.6]}), cfg).held is False  # no correction
+    assert _claim_abundant(_seeds(RUN, k=3), cfg).held is None  # three seeds never decide
 
 
 def test_overtraining_towards_teacher_claim_reads_the_trajectory():
-    from genlab.studies.w2s_cnn import W2SCNN, _claim_towards_teacher
-
-    cfg = W2SCNN.config("quick")
-    run = {"test": [0.3, 0.02, 0.08], "val": [0.3, 0.03, 0.09], "teacher_test": 0.15,
-           "pseudo_acc": [0.5, 0.85, 0.97], "flipped_true": [0.5, 0.95, 0.2]}
-    m = {"abundant": {"runs": [run, dict(run)]}}
-    ev = _claim_towards_teacher(m, cfg)
+    run = {**RUN, "test": [0.3, 0.02, 0.08], "val": [0.3, 0.03, 0.09], "pseudo_acc": [0.5, 0.85, 0.97],
+           "flipped_true": [0.5, 0.95, 0.2]}
+    ev = _claim_towards_teacher(_seeds(run), CFG)
     assert ev.held is True and abs(ev.numbers["mean_flipped_true_fall"] - 0.75) < 1e-12
     stays = dict(run, flipped_true=[0.5, 0.95, 0.93])  # keeps correcting the teacher: not memorising its flips
-    assert _claim_towards_teacher({"abundant": {"runs": [stays, stays]}}, cfg).held is False
+    assert _claim_towards_teacher(_seeds(stays), CFG).held is False
+
+
+def _cells(hard, snr=(0.4, 0.8, 1.6, 3.2), n=(10, 20, 40, 80)):
+    """Cells x seeds hard-only errors (one row per cell)."""
+    return {"snr": list(snr), "r": [0.1] * len(snr), "n": list(n), "hard": np.asarray(hard, dtype=float)}
+
+
+def _benign_rows(counts, k=12):
+    """Rows with ``c`` benign seeds (error 0.05) out of ``k``, the rest harmful (0.5)."""
+    return [[0.05] * c + [0.5] * (k - c) for c in counts]
+
+
+def test_scarce_claims():
+    rises = {"scarce": _cells(_benign_rows([1, 4, 8, 11]))}
+    ev = _claim_scarce(rises, CFG)
+    assert ev.held is True and ev.test.method == "sign-flip" and ev.test.effect == pytest.approx(10 / 12)
+    assert _claim_scarce({"scarce": _cells(_benign_rows([11, 8, 4, 1]))}, CFG).held is False
+    assert _claim_scarce({"scarce": _cells(_benign_rows([6, 6, 6, 6]))}, CFG).held is None
+    k = 8
+    falls = np.array([[0.5, 0.4, 0.3, 0.1]] * k).T + np.linspace(0, 0.02, k)
+    assert _claim_scarce_monotone({"scarce": _cells(falls)}, CFG).held is True
+    assert _claim_scarce_monotone({"scarce": _cells(falls[::-1])}, CFG).held is False
+    flat = np.array([[0.3, 0.32, 0.28, 0.3]] * k).T + np.random.default_rng(0).normal(0, 0.05, (4, k))
+    assert _claim_scarce_monotone({"scarce": _cells(flat)}, CFG).held is None
+    line = _cells(_benign_rows([1, 4, 8, 11]))
+    same = dict(_cells(_benign_rows([4, 11]), snr=(0.8, 3.2), n=(10, 40)), d=2000)
+    assert _claim_matched({"scarce": dict(line, d=4000, matched=same)}, CFG).held is True
+    worse = dict(_cells(_benign_rows([4, 0]), snr=(0.8, 3.2), n=(10, 40)), d=2000)
+    assert _claim_matched({"scarce": dict(line, d=4000, matched=worse)}, CFG).held is False
+    off = dict(_cells(_benign_rows([0]), snr=(5.0,), n=(10,)), d=2000)
+    assert _claim_matched({"scarce": dict(line, d=4000, matched=off)}, CFG).held is None
+
+
+def test_error_slopes_are_least_squares_on_log2_n():
+    hard = np.array([[0.5, 0.4], [0.4, 0.4], [0.3, 0.4]])  # two seeds over n = 10, 20, 40
+    assert _error_slopes(hard, [10, 20, 40]) == pytest.approx([-0.1, 0.0])

@@ -10,12 +10,21 @@ Re-implemented from the GOOD benchmark's description and generator (Gui et al., 
 
 * base widths 10 ± 5 (a tree of width w has height ⌊log2 w⌋ − 1, at least 1);
 * motifs of 5 nodes: house (a 4-cycle with a roof node, 6 edges), cycle (a 5-cycle, 5 edges), crane (K_{2,3}, 6 edges);
-* 5 % perturbation: ⌊0.05·|E|⌋ attempts to add a random non-edge, kept only when at least one endpoint is a base
-  node (no edge is removed, no edge is added between two motif nodes);
+* 5 % perturbation: ⌊0.05·|E|⌋ attempts to add a random non-edge, kept only when at least one endpoint has GOOD's
+  base role 0 (:func:`role_zero`: every wheel, tree and ladder node, the centre of a star — not its leaves —, the
+  interior of a path — not its two ends); no edge is removed, none is added between two motif nodes;
 * label noise: with probability ``label_noise`` the label is redrawn uniformly from the 3 classes (GOOD: 0.1).
 
-Two splits (:func:`covariate_split`, :func:`concept_split`) return train / id_val / id_test / ood_val / ood_test
-:class:`GraphSet` s. Graphs are stored packed in numpy arrays (fast to build, to cache as ``.npz`` without pickle,
+GOOD's two domains × two shifts, as its ``good_motif.py`` draws them (each graph's distribution; the split sizes are
+ours): **basis** — covariate (:func:`covariate_split`: train on wheel/tree/ladder, OOD val on star, OOD test on
+path) and concept (:func:`concept_split`: with probability b the base is the motif's paired base, else one of the
+three training bases uniformly — GOOD's rule, so b = 0 is independence; b = 0.99/0.97/0.95 in training, 0.3 in OOD
+val, 0 in OOD test) —; **size** — covariate (:func:`size_covariate_split`: base widths 6/10/15 (± 5) in training,
+30 in OOD val, 70 in OOD test, any of the five bases) and concept (:func:`size_concept_split`: width 10/40/70 (± 5)
+is the motif's paired width with probability b, else uniform). Each returns train / id_val / id_test / ood_val /
+ood_test :class:`GraphSet` s; the ID splits are drawn as the training set.
+
+Graphs are stored packed in numpy arrays (fast to build, to cache as ``.npz`` without pickle,
 and to turn into PyG ``Data`` with :func:`to_pyg`).
 """
 
@@ -54,8 +63,8 @@ class MotifSpec:
     label_noise: float = 0.1  # probability that the label is redrawn uniformly
 
     def validate(self) -> None:
-        if self.width - self.width_jitter < 3:
-            raise ValueError("width - width_jitter must be >= 3 (smallest base has 3 nodes)")
+        if self.width - self.width_jitter < 1:
+            raise ValueError("width - width_jitter must be >= 1 (GOOD's size domain reaches width 1)")
         if self.width_jitter < 0:
             raise ValueError("width_jitter must be >= 0")
         if not 0.0 <= self.perturb <= 1.0:
@@ -92,11 +101,23 @@ def motif_graph(motif: str) -> nx.Graph:
     return g
 
 
+def role_zero(base: str, n_base: int) -> np.ndarray:
+    """(n_base,) bool: the base nodes GOOD gives role 0, the only ones its perturbation may attach an edge to
+    (``synthetic_structsim``: a star's leaves and a path's two ends have role 1)."""
+    zero = np.ones(n_base, dtype=bool)
+    if base == "star":
+        zero[1:] = False  # networkx's star: node 0 is the centre
+    elif base == "path":
+        zero[[0, n_base - 1]] = False
+    return zero
+
+
 def build_graph(base: str, motif: str, width: int, perturb: float, rng: np.random.Generator) -> tuple[nx.Graph, int]:
-    """Base + motif attached at a random base node + random extra base edges. Returns the graph and the number of
-    base nodes (nodes >= that number are motif nodes)."""
+    """Base + motif attached at a random base node + random extra edges that touch a role-0 base node. Returns the
+    graph and the number of base nodes (nodes >= that number are motif nodes)."""
     g = base_graph(base, width)
     n_base = g.number_of_nodes()
+    zero = np.concatenate([role_zero(base, n_base), np.zeros(MOTIF_NODES, dtype=bool)])
     g = nx.disjoint_union(g, motif_graph(motif))  # motif nodes become n_base .. n_base + 4
     g.add_edge(n_base, int(rng.integers(n_base)))
     n = g.number_of_nodes()
@@ -105,7 +126,7 @@ def build_graph(base: str, motif: str, width: int, perturb: float, rng: np.rando
             u, v = (int(a) for a in rng.integers(n, size=2))
             if u != v and not g.has_edge(u, v):
                 break
-        if u < n_base or v < n_base:  # at least one base endpoint
+        if zero[u] or zero[v]:
             g.add_edge(u, v)
     return g, n_base
 
@@ -173,10 +194,13 @@ def pack(graphs: Sequence[tuple[nx.Graph, int]], y, motif, base, env) -> GraphSe
 
 
 def generate(
-    bases: np.ndarray, motifs: np.ndarray, env: np.ndarray, spec: MotifSpec, rng: np.random.Generator
+    bases: np.ndarray, motifs: np.ndarray, env: np.ndarray, spec: MotifSpec, rng: np.random.Generator,
+    centres: np.ndarray | None = None,
 ) -> GraphSet:
-    """One graph per (base id, motif id) pair, widths and noise drawn from ``rng``."""
-    widths = spec.width + rng.integers(-spec.width_jitter, spec.width_jitter + 1, size=len(bases))
+    """One graph per (base id, motif id) pair, widths (``centres`` ± ``spec.width_jitter``, default ``spec.width``)
+    and noise drawn from ``rng``."""
+    centre = np.full(len(bases), spec.width) if centres is None else np.asarray(centres)
+    widths = centre + rng.integers(-spec.width_jitter, spec.width_jitter + 1, size=len(bases))
     graphs = [build_graph(BASES[b], MOTIFS[m], int(w), spec.perturb, rng) for b, m, w in zip(bases, motifs, widths)]
     noisy = rng.random(len(motifs)) < spec.label_noise
     y = np.where(noisy, rng.integers(len(MOTIFS), size=len(motifs)), motifs)
@@ -206,13 +230,26 @@ def covariate_split(n_train: int, n_eval: int, spec: MotifSpec, seed: int) -> di
     return out
 
 
-def biased_bases(motifs: np.ndarray, bias: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Spurious-Motif bases: base = the motif's paired base (wheel-house, tree-cycle, ladder-crane) with
-    probability ``bias``, else one of the two other training bases uniformly; bias = 1/3 makes base and motif
-    independent."""
-    paired = np.asarray(TRAIN_BASES)[motifs]
-    other = np.asarray(TRAIN_BASES)[(motifs + rng.integers(1, 3, size=len(motifs))) % 3]
-    return np.where(rng.random(len(motifs)) < bias, paired, other)
+def biased_choice(motifs: np.ndarray, bias: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """GOOD's concept-shift rule: index = the motif's own index (wheel-house, tree-cycle, ladder-crane; or the
+    motif's width) with probability ``bias``, else one of the three uniformly (the motif's own included): P(paired)
+    = b + (1 − b)/3, and b = 0 makes them independent."""
+    other = rng.integers(len(MOTIFS), size=len(motifs))
+    return np.where(rng.random(len(motifs)) < bias, motifs, other)
+
+
+GOOD_TRAIN_BIAS = (0.99, 0.97, 0.95)  # GOOD-Motif's train_spurious_ratio
+GOOD_VAL_BIAS, GOOD_TEST_BIAS = 0.3, 0.0
+SIZE_COVARIATE_WIDTHS = {"train": (6, 10, 15), "ood_val": (30,), "ood_test": (70,)}  # GOOD: all_width_basis
+SIZE_CONCEPT_WIDTHS = (10, 40, 70)
+
+
+def _concept_envs(split: str, n: int, train_bias, val_bias, test_bias) -> tuple[np.ndarray, np.ndarray]:
+    """(env, bias) per graph: training environments of equal size (ID splits drawn the same way), else env 0."""
+    if split in ("train", "id_val", "id_test"):
+        env = np.arange(n) % len(train_bias)
+        return env, np.asarray(train_bias, dtype=float)[env]
+    return np.zeros(n, dtype=np.int64), np.full(n, val_bias if split == "ood_val" else test_bias)
 
 
 def concept_split(
@@ -220,34 +257,69 @@ def concept_split(
     n_eval: int,
     spec: MotifSpec,
     seed: int,
-    train_bias: Sequence[float] = (0.95, 0.9, 0.85),
-    val_bias: float = 0.5,
-    test_bias: float = 1.0 / 3.0,
+    train_bias: Sequence[float] = GOOD_TRAIN_BIAS,
+    val_bias: float = GOOD_VAL_BIAS,
+    test_bias: float = GOOD_TEST_BIAS,
 ) -> dict[str, GraphSet]:
-    """Spurious-Motif concept shift on wheel/tree/ladder: training environments e with spurious correlation
-    ``train_bias[e]`` (equal sizes; id_val/id_test drawn the same way), ood_val with ``val_bias``, ood_test with
-    ``test_bias`` (1/3 = no correlation)."""
+    """GOOD-Motif basis/concept on wheel/tree/ladder: training environments e with spurious ratio
+    ``train_bias[e]``, ood_val with ``val_bias``, ood_test with ``test_bias`` (:func:`biased_choice`)."""
     rng = np.random.default_rng(seed)
     out = {}
     for split in SPLITS:
         n = n_train if split == "train" else n_eval
         motifs = rng.integers(len(MOTIFS), size=n)
-        if split in ("train", "id_val", "id_test"):
-            env = np.arange(n) % len(train_bias)
-            bias = np.asarray(train_bias, dtype=float)[env]
-        else:
-            env = np.zeros(n, dtype=np.int64)
-            bias = np.full(n, val_bias if split == "ood_val" else test_bias)
-        out[split] = generate(biased_bases(motifs, bias, rng), motifs, env, spec, rng)
+        env, bias = _concept_envs(split, n, train_bias, val_bias, test_bias)
+        bases = np.asarray(TRAIN_BASES)[biased_choice(motifs, bias, rng)]
+        out[split] = generate(bases, motifs, env, spec, rng)
     return out
 
 
+def size_covariate_split(n_train: int, n_eval: int, spec: MotifSpec, seed: int) -> dict[str, GraphSet]:
+    """GOOD-Motif size/covariate: any of the five bases, width 6, 10 or 15 (± jitter) in train / id_val / id_test
+    (environment = the width's index), 30 in ood_val, 70 in ood_test."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for split in SPLITS:
+        n = n_train if split == "train" else n_eval
+        table = SIZE_COVARIATE_WIDTHS.get(split, SIZE_COVARIATE_WIDTHS["train"])
+        width_id = rng.integers(len(table), size=n)
+        bases, motifs = rng.integers(len(BASES), size=n), rng.integers(len(MOTIFS), size=n)
+        env = width_id if split not in COVARIATE_OOD else np.zeros(n, dtype=np.int64)
+        out[split] = generate(bases, motifs, env, spec, rng, centres=np.asarray(table)[width_id])
+    return out
+
+
+def size_concept_split(
+    n_train: int,
+    n_eval: int,
+    spec: MotifSpec,
+    seed: int,
+    train_bias: Sequence[float] = GOOD_TRAIN_BIAS,
+    val_bias: float = GOOD_VAL_BIAS,
+    test_bias: float = GOOD_TEST_BIAS,
+) -> dict[str, GraphSet]:
+    """GOOD-Motif size/concept: any of the five bases; the width (10, 40 or 70, ± jitter) is the motif's own with
+    the environment's spurious ratio (:func:`biased_choice`)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for split in SPLITS:
+        n = n_train if split == "train" else n_eval
+        bases, motifs = rng.integers(len(BASES), size=n), rng.integers(len(MOTIFS), size=n)
+        env, bias = _concept_envs(split, n, train_bias, val_bias, test_bias)
+        centres = np.asarray(SIZE_CONCEPT_WIDTHS)[biased_choice(motifs, bias, rng)]
+        out[split] = generate(bases, motifs, env, spec, rng, centres=centres)
+    return out
+
+
+SPLIT_MAKERS = {"covariate": covariate_split, "concept": concept_split, "size-covariate": size_covariate_split,
+                "size-concept": size_concept_split}
+CONCEPT_KINDS = ("concept", "size-concept")
+
+
 def make_split(kind: str, n_train: int, n_eval: int, spec: MotifSpec, seed: int, **kw) -> dict[str, GraphSet]:
-    if kind == "covariate":
-        return covariate_split(n_train, n_eval, spec, seed)
-    if kind == "concept":
-        return concept_split(n_train, n_eval, spec, seed, **kw)
-    raise ValueError(f"unknown split {kind!r}; known: covariate, concept")
+    if kind not in SPLIT_MAKERS:
+        raise ValueError(f"unknown split {kind!r}; known: {', '.join(SPLIT_MAKERS)}")
+    return SPLIT_MAKERS[kind](n_train, n_eval, spec, seed, **kw)
 
 
 def cache_folder(cache_dir: Path, kind: str, n_train: int, n_eval: int, spec: MotifSpec, seed: int, **kw) -> Path:

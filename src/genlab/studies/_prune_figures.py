@@ -8,8 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from genlab.stats import mean_se
-
 LABELS = {
     "erm": "ERM",
     "vrex": "V-REx",
@@ -22,8 +20,12 @@ LABELS = {
 
 
 def _ms(values) -> tuple[float, float]:
-    mean, se, _ = mean_se(values)
-    return mean, 0.0 if not np.isfinite(se) else se
+    """Mean and standard error over seeds (0 for a single seed)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return float("nan"), 0.0
+    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0
 
 
 def summary_figure(metrics: dict[str, Any], cfg: Any, records: list[dict]) -> tuple[Any, str, str]:

@@ -27,7 +27,6 @@ arm of rejection-sampling fine-tuning (see :mod:`genlab.studies._rlvr_hf` and th
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -35,9 +34,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
+from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
 from genlab.harness.torch_setup import module_device
-from genlab.stats import holm_adjusted, paired, sign_flip_p
 
 WORDS = (
     "river",
@@ -67,7 +65,7 @@ WORDS = (
 )  # fmt: skip  (no word is a substring of another: keywords:existence matches substrings)
 # Training types (IFEval ∪ IFTrain checkers) and held-out types (IFBench checkers).
 TRAIN_TYPES = ("inc", "avoid", "first", "last", "nocomma", "short", "long", "unique")
-HELDOUT_TYPES = ("mid", "range", "distinct", "nocons")
+HELDOUT_TYPES = ("mid", "range", "prime")
 KINDS = TRAIN_TYPES + HELDOUT_TYPES
 WORD_KINDS = ("inc", "avoid", "first", "last", "mid")
 TYPES = {"train": TRAIN_TYPES, "heldout": HELDOUT_TYPES}
@@ -78,10 +76,11 @@ WORD0 = len(SPECIALS) + len(KINDS)
 COMMA = WORD0 + len(WORDS)
 VOCAB = COMMA + 1
 SHORT_MAX, LONG_MIN = 6, 10  # "less than 6 words", "at least 10 words"
-RANGE = (8, 12)  # "between 8 and 12 words"
-DISTINCT_MIN = 8  # "at least 8 different words"
+RANGE = (6, 9)  # "between 6 and 9 words": neither "short" (< 6) nor "long" (>= 10) satisfies it
+PRIME_WORDS = tuple(i for i, w in enumerate(WORDS) if len(w) in (2, 3, 5, 7, 11, 13))  # river, cat, bread, ...
 MAX_WORDS = 14
 ARMS = ("base", "sft", "dpo", "grpo")
+BLIND = "grpo-blind"  # the control: the GRPO policy shown its prompts with every instruction token deleted
 
 
 def to_constraint(kind: str, word: int | None) -> tuple[str, dict[str, Any]]:
@@ -98,8 +97,7 @@ def to_constraint(kind: str, word: int | None) -> tuple[str, dict[str, Any]]:
         "unique": ("count:count_unique", {}),
         "mid": ("words:words_position", {"keyword": w}),
         "range": ("count:word_count_range", {"min_words": RANGE[0], "max_words": RANGE[1]}),
-        "distinct": ("count:unique_word_count", {"N": DISTINCT_MIN}),
-        "nocons": ("words:no_consecutive", {}),
+        "prime": ("words:prime_lengths", {}),
     }[kind]
 
 
@@ -115,7 +113,8 @@ def sample_prompts(rng: np.random.Generator, n: int, split: str, max_constraints
             continue  # one argument slot: at most one word constraint per prompt
         if {"short", "long"} <= set(kinds):
             continue
-        words = rng.choice(len(WORDS), size=k, replace=False)
+        pool = PRIME_WORDS if "prime" in kinds else range(len(WORDS))  # a word argument must be usable
+        words = rng.choice(pool, size=k, replace=False)
         prompts.append([(kind, int(w) if kind in WORD_KINDS else None) for kind, w in zip(kinds, words)])
     return prompts
 
@@ -175,10 +174,10 @@ def _follows_one(words: list[int], kind: str, w: int | None) -> bool:
         return n >= 3 and words[1] == w and words[-2] == w
     if kind in ("short", "long", "range"):
         return n < SHORT_MAX if kind == "short" else n >= LONG_MIN if kind == "long" else RANGE[0] <= n <= RANGE[1]
-    if kind in ("unique", "distinct"):
-        return len(set(words)) == n if kind == "unique" else len(set(words)) >= DISTINCT_MIN
-    if kind == "nocons":
-        return all(WORDS[a][0] != WORDS[b][0] for a, b in zip(words, words[1:]))
+    if kind == "unique":
+        return len(set(words)) == n
+    if kind == "prime":
+        return all(w in PRIME_WORDS for w in words)
     return kind == "nocomma"  # (commas are added after this check, never under no-comma)
 
 
@@ -192,10 +191,9 @@ def demonstration(rng: np.random.Generator, cons: list[tuple], max_new: int) -> 
         lo = max(lo, LONG_MIN)
     if "range" in kinds:
         lo, hi = max(lo, RANGE[0]), min(hi, RANGE[1])
-    if "distinct" in kinds:
-        lo = max(lo, DISTINCT_MIN)
-    allowed = np.array([w for w in range(len(WORDS)) if w != kinds.get("avoid")])
-    no_repeat = "unique" in kinds or "distinct" in kinds
+    pool = PRIME_WORDS if "prime" in kinds else range(len(WORDS))
+    allowed = np.array([w for w in pool if w != kinds.get("avoid")])
+    no_repeat = "unique" in kinds
     for _ in range(1000):
         n = int(rng.integers(lo, hi + 1))
         words = [int(w) for w in rng.choice(allowed, size=n, replace=not no_repeat)]
@@ -243,32 +241,22 @@ def verdicts(text: str, cons: list[tuple]) -> list[bool]:
     return [check(cid, text, kw).ok for cid, kw in (to_constraint(kind, w) for kind, w in cons)]
 
 
-VS_BASE = (("grpo", "base"), ("dpo", "base"), ("sft", "base"))  # a Holm family: does fine-tuning help?
-VS_RLVR = (("grpo", "dpo"), ("grpo", "sft"))  # a Holm family: does GRPO beat the other fine-tunings?
+def _beats(m: dict[str, Any], cfg: Any, arm: str, other: str, split: str, margin: float) -> Any:
+    """``arm`` minus ``other`` prompt-level accuracy on ``split``, paired over seeds (every arm of a seed answers
+    the same prompts with the same random numbers), Student-t against ``margin``."""
+    a, b = m["acc"][arm][split], m["acc"][other][split]
+    return decide.paired(a, b, above=margin, **{arm: float(np.mean(a)), other: float(np.mean(b))})
 
 
-def _family_p(m: dict[str, Any], split: str, family: tuple[tuple[str, str], ...]) -> dict[tuple[str, str], float]:
-    """Holm-adjusted two-sided p-values of each (arm, other) in ``family`` on ``split``: sign-flip tests on the
-    per-prompt differences pooled over seeds (all arms answer the same prompts with the same random numbers)."""
-    raw = []
-    for arm, other in family:
-        if arm not in m["follow"] or other not in m["follow"]:
-            raw.append(math.nan)
-            continue
-        d = np.concatenate([np.subtract(a, b) for a, b in zip(m["follow"][arm][split], m["follow"][other][split])])
-        raw.append(sign_flip_p(d, n_perm=4000, seed=0) if d.size else math.nan)
-    return dict(zip(family, holm_adjusted(raw)))
-
-
-def _beats(m: dict[str, Any], cfg: Any, arm: str, other: str, split: str, margin: float, family: tuple) -> Any:
-    """Decided by seeds: mean ± 2 s.e. of the per-seed paired difference against ``margin``; "held" also needs
-    the Holm-adjusted pooled per-prompt p below ``alpha``."""
-    diff = paired(m["acc"][arm][split], m["acc"][other][split])
-    p = _family_p(m, split, family)[(arm, other)] if "follow" in m else math.nan
-    above = diff.above(margin)
-    held = False if above is False else (True if above and p < cfg.alpha else None)
-    means = {arm: float(np.mean(m["acc"][arm][split])), other: float(np.mean(m["acc"][other][split]))}
-    return evidence(held, **means, **diff.as_numbers("gain"), holm_p=p)
+def _check_heldout(m: dict[str, Any], cfg: Any) -> Any:
+    """The central claim: GRPO beats the pre-trained policy and its prompt-blind self on held-out types. Without
+    the blind arm (runs of the ``model_path`` route) only the first part can be tested: then inconclusive."""
+    vs_base = _beats(m, cfg, "grpo", "base", "ood", cfg.min_gain_heldout)
+    if BLIND not in m["acc"]:
+        return vs_base.withheld("no prompt-blind control in this run: the gain may not depend on the instruction")
+    vs_blind = _beats(m, cfg, "grpo", BLIND, "ood", cfg.min_gain_heldout)
+    return decide.all_of(vs_base, vs_blind, test_vs_base=vs_base.test.summary(),
+                         test_vs_blind=vs_blind.test.summary())
 
 
 @register
@@ -283,7 +271,8 @@ class IFBenchRLVR(Study):
 
     @dataclass
     class Config:
-        seeds: int = 3
+        seeds: int = 5  # independent units: each pre-trains its own checkpoint, then fine-tunes and scores
+        workers: int = 2  # processes over seeds
         d_model: int = 64
         n_layers: int = 2
         max_constraints: int = 2
@@ -303,7 +292,6 @@ class IFBenchRLVR(Study):
         eval_prompts: int = 200
         min_gain_train: float = 0.10
         min_gain_heldout: float = 0.03
-        alpha: float = 0.05
         grad_tol: float = 1e-5
         # The paper-scale route: a local transformers model directory (empty: the tiny synthetic world). Then
         # d_model, n_layers, pretrain_*, comply_prob, lr, finetune_lr and max_new are unused; the hf_* knobs apply.
@@ -316,8 +304,8 @@ class IFBenchRLVR(Study):
         def validate(self) -> None:
             if self.group < 2:
                 raise ValueError("group must be >= 2 (GRPO normalises within a group, DPO ranks within it)")
-            if not 0 < self.alpha < 1 or self.dpo_beta <= 0:
-                raise ValueError("alpha must be in (0, 1) and dpo_beta > 0")
+            if self.dpo_beta <= 0 or self.workers < 1:
+                raise ValueError("dpo_beta must be > 0 and workers >= 1")
             if self.model_path:
                 self._validate_hf()
                 return
@@ -343,7 +331,7 @@ class IFBenchRLVR(Study):
 
     presets = {
         "smoke": {"seeds": 2, "pretrain_steps": 30, "finetune_steps": 3, "prompts_per_step": 4, "group": 4,
-                  "eval_prompts": 20, "d_model": 32, "n_layers": 1, "micro_batch": 5},
+                  "eval_prompts": 20, "d_model": 32, "n_layers": 1, "micro_batch": 5, "workers": 1},
         "quick": {},
         "full": {"seeds": 5, "d_model": 128, "n_layers": 4, "max_constraints": 3, "pretrain_steps": 4000,
                  "finetune_steps": 1500, "prompts_per_step": 32, "group": 16, "eval_prompts": 1000,
@@ -354,30 +342,33 @@ class IFBenchRLVR(Study):
         Claim(
             "rlvr-improves-heldout-types",
             "GRPO on the training constraint types raises prompt-level accuracy on held-out constraint types over "
-            "the pre-trained policy by more than {min_gain_heldout} (seeds: mean − 2 s.e.; pooled per-prompt "
-            "sign-flip test, Holm over GRPO/DPO/SFT, alpha {alpha})",
-            lambda m, cfg: _beats(m, cfg, "grpo", "base", "ood", cfg.min_gain_heldout, VS_BASE),
+            "the pre-trained policy, and over its own prompt-blind control (the GRPO policy shown the held-out prompts "
+            "with every instruction token deleted), each by more than {min_gain_heldout} (paired t-tests over "
+            "independently pre-trained seeds, both must hold)",
+            _check_heldout,
         ),
         Claim(
             "rlvr-improves-train-types",
             "GRPO raises prompt-level accuracy on fresh prompts of the training types by more than {min_gain_train}",
-            lambda m, cfg: _beats(m, cfg, "grpo", "base", "id", cfg.min_gain_train, VS_BASE),
+            lambda m, cfg: _beats(m, cfg, "grpo", "base", "id", cfg.min_gain_train),
         ),
         Claim(
             "rlvr-beats-dpo-heldout",
-            "on held-out types GRPO beats DPO trained on the same prompts (Holm over the DPO and SFT comparisons)",
-            lambda m, cfg: _beats(m, cfg, "grpo", "dpo", "ood", 0.0, VS_RLVR) if "dpo" in m["acc"] else None,
+            "on held-out types GRPO beats DPO trained on the same prompts (paired t-test over seeds)",
+            lambda m, cfg: (_beats(m, cfg, "grpo", "dpo", "ood", 0.0) if "dpo" in m["acc"]
+                          else evidence(None, "the DPO arm was not run")),
         ),
         Claim(
             "rlvr-beats-sft-heldout",
-            "on held-out types GRPO beats SFT on the same prompts (Holm over the DPO and SFT comparisons)",
-            lambda m, cfg: _beats(m, cfg, "grpo", "sft", "ood", 0.0, VS_RLVR),
+            "on held-out types GRPO beats SFT on the same prompts (paired t-test over seeds)",
+            lambda m, cfg: _beats(m, cfg, "grpo", "sft", "ood", 0.0),
         ),
         Claim(
             "micro-batch-invariant",
             "the GRPO and DPO gradients do not depend on the micro-batch split (max |difference| <= {grad_tol})",
             lambda m, cfg: (
-                evidence(max(m["grad_gap"].values()) <= cfg.grad_tol, **m["grad_gap"]) if "grad_gap" in m else None
+                evidence(max(m["grad_gap"].values()) <= cfg.grad_tol, **m["grad_gap"]) if "grad_gap" in m
+                else evidence(None, "no gradient split was measured")
             ),
             kind="identity",
         ),
@@ -399,105 +390,34 @@ class IFBenchRLVR(Study):
 
             return run_hf(cfg, ctx)
         keys = ("acc", "inst", "follow")
-        out: dict[str, Any] = {k: {a: {"id": [], "ood": []} for a in ARMS} for k in keys}
-        out["per_type"] = {a: {k: [] for k in KINDS} for a in ARMS}
+        arms = (*ARMS, BLIND)
+        out: dict[str, Any] = {k: {a: {"id": [], "ood": []} for a in arms} for k in keys}
+        out["per_type"] = {a: {k: [] for k in KINDS} for a in arms}
         out["reward_curve"] = {"grpo": [], "dpo": []}
         out["dpo_pair_rate"], out["heldout_in_training"], grad_gaps = [], 0, []
-        with ctx.timer("pretrain"):
-            pretrained = self.pretrain(cfg, ctx)
-        for seed in ctx.progress(range(cfg.seeds), desc="seeds"):
-            r = self._one_seed(cfg, ctx, seed, pretrained)
+        jobs = [(cfg, ctx, seed) for seed in range(cfg.seeds)]
+        with ctx.timer("seeds"):
+            results = ctx.map(run_unit, jobs, processes=cfg.workers, desc="seeds (pre-training + fine-tuning)")
+        for seed, r in enumerate(results):
             for k in keys:
-                for arm in ARMS:
+                for arm in arms:
                     for split in ("id", "ood"):
                         out[k][arm][split].append(r[k][arm][split])
-            for arm in ARMS:
+            for arm in arms:
                 for kind in KINDS:
                     out["per_type"][arm][kind].append(r["per_type"][arm][kind])
             for algo in ("grpo", "dpo"):
                 out["reward_curve"][algo].append(r["curves"][algo])
+                for step, reward in enumerate(r["curves"][algo]):
+                    ctx.record(seed=seed, algo=algo, step=step, reward=reward)
             out["dpo_pair_rate"].append(r["dpo_pair_rate"])
             out["heldout_in_training"] += r["heldout_in_training"]
             grad_gaps.append(r["grad_gap"])
             ctx.log(f"seed {seed}: " + ", ".join(f"{a} train {r['acc'][a]['id']:.2f} held-out {r['acc'][a]['ood']:.2f}"
-                                                  for a in ARMS))  # fmt: skip
+                                                  for a in arms))  # fmt: skip
         out["grad_gap"] = {k: max(g[k] for g in grad_gaps) for k in grad_gaps[0]}
         out["vocab"] = VOCAB
         out["text_processing"] = nlp.data_mode()  # the checkers' sentence/word rules: NLTK's ("real") or "offline"
-        return out
-
-    @staticmethod
-    def pretrain(cfg: Config, ctx: RunContext):
-        """The instruction-reading prior, shared by every seed and arm: next-token training on offline
-        instruction/response text over all constraint types, a ``comply_prob`` share of it following its prompt."""
-        import torch
-
-        from genlab.nn.causal_lm import TinyLM
-
-        rng = ctx.rng("pretrain")
-        torch.manual_seed(ctx.seed_for("model"))
-        max_len = prompt_len(cfg.max_constraints) + cfg.max_new
-        model = TinyLM(VOCAB, cfg.d_model, 4, cfg.n_layers, max_len=max_len).to(ctx.device)
-
-        def row(split: str) -> tuple[list[tuple], list[int]]:
-            cons = sample_prompts(rng, 1, split, cfg.max_constraints)[0]
-            comply = rng.random() < cfg.comply_prob
-            return cons, demonstration(rng, cons, cfg.max_new) if comply else random_response(rng, cfg.max_new)
-
-        corpus = [[row(("train", "heldout")[i % 2]) for i in range(cfg.pretrain_batch)]
-                  for _ in range(cfg.pretrain_steps)]  # fmt: skip
-        train_ce(model, cfg, corpus, cfg.lr)
-        return model
-
-    def _one_seed(self, cfg: Config, ctx: RunContext, seed: int, model) -> dict[str, Any]:
-        import copy
-
-        rng = ctx.rng("data", seed)
-        base = copy.deepcopy(model).eval()
-        for p in base.parameters():
-            p.requires_grad_(False)
-        seen: set[str] = set()
-
-        sft_batch = cfg.prompts_per_step * cfg.group  # as many sequences per step as the RL arms sample
-        sft_data = []
-        for _ in range(cfg.finetune_steps):
-            prompts = sample_prompts(rng, sft_batch, "train", cfg.max_constraints)
-            seen |= {kind for c in prompts for kind, _ in c}
-            sft_data.append([(c, demonstration(rng, c, cfg.max_new)) for c in prompts])
-        sft = copy.deepcopy(model)
-        train_ce(sft, cfg, sft_data, cfg.finetune_lr)
-        arms: dict[str, Any] = {"base": base, "sft": sft}
-        curves, grad_gap, pair_rate = {}, {}, 0.0
-        for algo in ("grpo", "dpo"):
-            policy = copy.deepcopy(model)
-            res = rl_train(policy, base, cfg, ctx.rng("rl-prompts", seed), ctx.torch_generator(algo, seed), algo)
-            arms[algo], curves[algo], grad_gap[algo] = policy, res["curve"], res["grad_gap"]
-            seen |= res["kinds"]
-            pair_rate = res.get("pair_rate", pair_rate)
-            for step, reward in enumerate(res["curve"]):
-                ctx.record(seed=seed, algo=algo, step=step, reward=reward)
-        out: dict[str, Any] = {"acc": {}, "inst": {}, "follow": {}, "per_type": {}}
-        tests = {
-            "id": sample_prompts(ctx.rng("eval", "id", seed), cfg.eval_prompts, "train", cfg.max_constraints),
-            "ood": sample_prompts(ctx.rng("eval", "ood", seed), cfg.eval_prompts, "heldout", cfg.max_constraints),
-        }
-        for arm in ARMS:
-            for k in ("acc", "inst", "follow"):
-                out[k][arm] = {}
-            per_type: dict[str, list[bool]] = {k: [] for k in KINDS}
-            for split, prompts in tests.items():
-                # the same sampling stream for every arm: paired comparisons with common random numbers
-                gen = ctx.torch_generator("eval-sample", split, seed)
-                v = score_policy(arms[arm], prompts, cfg, gen)
-                out["follow"][arm][split] = [int(all(x)) for x in v]
-                out["acc"][arm][split] = float(np.mean(out["follow"][arm][split]))
-                out["inst"][arm][split] = float(np.mean([x for row in v for x in row]))
-                for cons, row in zip(prompts, v):
-                    for (kind, _), ok in zip(cons, row):
-                        per_type[kind].append(ok)
-            out["per_type"][arm] = {k: float(np.mean(v)) for k, v in per_type.items()}
-        out["curves"], out["grad_gap"], out["dpo_pair_rate"] = curves, grad_gap, pair_rate
-        out["heldout_in_training"] = len(seen & set(HELDOUT_TYPES))
         return out
 
     def figures(self, metrics: dict[str, Any], ctx: RunContext) -> list[Path]:
@@ -554,6 +474,89 @@ class IFBenchRLVR(Study):
             ),
         )
         return [path]
+
+
+def run_unit(job: tuple[Any, RunContext, int]) -> dict[str, Any]:
+    """One independent unit of the study (module level: runs in ``ctx.map`` workers): its own pre-trained
+    checkpoint, then SFT, DPO and GRPO from it, all scored on the unit's own evaluation prompts."""
+    import torch
+
+    cfg, ctx, seed = job
+    torch.set_num_threads(1)
+    return _finetune_and_score(cfg, ctx, seed, pretrain(cfg, ctx, seed))
+
+
+def pretrain(cfg: Any, ctx: RunContext, seed: int):
+    """The instruction-reading prior of one unit: next-token training on offline instruction/response text over
+    all constraint types, a ``comply_prob`` share of it following its prompt."""
+    import torch
+
+    from genlab.nn.causal_lm import TinyLM
+
+    rng = ctx.rng("pretrain", seed)
+    torch.manual_seed(ctx.seed_for("model", seed))
+    max_len = prompt_len(cfg.max_constraints) + cfg.max_new
+    model = TinyLM(VOCAB, cfg.d_model, 4, cfg.n_layers, max_len=max_len).to(ctx.device)
+
+    def row(split: str) -> tuple[list[tuple], list[int]]:
+        cons = sample_prompts(rng, 1, split, cfg.max_constraints)[0]
+        comply = rng.random() < cfg.comply_prob
+        return cons, demonstration(rng, cons, cfg.max_new) if comply else random_response(rng, cfg.max_new)
+
+    corpus = [[row(("train", "heldout")[i % 2]) for i in range(cfg.pretrain_batch)]
+              for _ in range(cfg.pretrain_steps)]  # fmt: skip
+    train_ce(model, cfg, corpus, cfg.lr)
+    return model
+
+
+def _finetune_and_score(cfg: Any, ctx: RunContext, seed: int, model) -> dict[str, Any]:
+    import copy
+
+    rng = ctx.rng("data", seed)
+    base = copy.deepcopy(model).eval()
+    for p in base.parameters():
+        p.requires_grad_(False)
+    seen: set[str] = set()
+
+    sft_batch = cfg.prompts_per_step * cfg.group  # as many sequences per step as the RL arms sample
+    sft_data = []
+    for _ in range(cfg.finetune_steps):
+        prompts = sample_prompts(rng, sft_batch, "train", cfg.max_constraints)
+        seen |= {kind for c in prompts for kind, _ in c}
+        sft_data.append([(c, demonstration(rng, c, cfg.max_new)) for c in prompts])
+    sft = copy.deepcopy(model)
+    train_ce(sft, cfg, sft_data, cfg.finetune_lr)
+    arms: dict[str, Any] = {"base": base, "sft": sft}
+    curves, grad_gap, pair_rate = {}, {}, 0.0
+    for algo in ("grpo", "dpo"):
+        policy = copy.deepcopy(model)
+        res = rl_train(policy, base, cfg, ctx.rng("rl-prompts", seed), ctx.torch_generator(algo, seed), algo)
+        arms[algo], curves[algo], grad_gap[algo] = policy, res["curve"], res["grad_gap"]
+        seen |= res["kinds"]
+        pair_rate = res.get("pair_rate", pair_rate)
+    out: dict[str, Any] = {"acc": {}, "inst": {}, "follow": {}, "per_type": {}}
+    tests = {
+        "id": sample_prompts(ctx.rng("eval", "id", seed), cfg.eval_prompts, "train", cfg.max_constraints),
+        "ood": sample_prompts(ctx.rng("eval", "ood", seed), cfg.eval_prompts, "heldout", cfg.max_constraints),
+    }
+    for arm in (*ARMS, BLIND):
+        for k in ("acc", "inst", "follow"):
+            out[k][arm] = {}
+        per_type: dict[str, list[bool]] = {k: [] for k in KINDS}
+        for split, prompts in tests.items():
+            # the same sampling stream for every arm: paired comparisons with common random numbers
+            gen = ctx.torch_generator("eval-sample", split, seed)
+            v = score_policy(arms["grpo" if arm == BLIND else arm], prompts, cfg, gen, blind=arm == BLIND)
+            out["follow"][arm][split] = [int(all(x)) for x in v]
+            out["acc"][arm][split] = float(np.mean(out["follow"][arm][split]))
+            out["inst"][arm][split] = float(np.mean([x for row in v for x in row]))
+            for cons, row in zip(prompts, v):
+                for (kind, _), ok in zip(cons, row):
+                    per_type[kind].append(ok)
+        out["per_type"][arm] = {k: float(np.mean(v)) for k, v in per_type.items()}
+    out["curves"], out["grad_gap"], out["dpo_pair_rate"] = curves, grad_gap, pair_rate
+    out["heldout_in_training"] = len(seen & set(HELDOUT_TYPES))
+    return out
 
 
 def train_ce(model, cfg, batches: list[list[tuple]], lr: float) -> None:
@@ -643,10 +646,15 @@ def grad_split_gap(policy, update, micro_batch: int) -> float:
     return float((grads[0] - grads[1]).abs().max())
 
 
-def score_policy(model, prompts: list[list[tuple]], cfg, gen) -> list[list[bool]]:
-    """One response per prompt sampled at temperature 1, the real checkers' verdict on each constraint."""
+def score_policy(model, prompts: list[list[tuple]], cfg, gen, blind: bool = False) -> list[list[bool]]:
+    """One response per prompt sampled at temperature 1, the real checkers' verdict on each constraint. ``blind``:
+    the model is shown the prompt with every instruction token deleted (argument word and constraint types become
+    padding) and judged against the prompt's constraints all the same: what it scores without reading them."""
     import torch
 
-    x = torch.as_tensor([encode_prompt(c, cfg.max_constraints) for c in prompts], device=module_device(model))
+    rows = [encode_prompt(c, cfg.max_constraints) for c in prompts]
+    if blind:
+        rows = [[BOS, *[PAD] * (len(r) - 2), SEP] for r in rows]
+    x = torch.as_tensor(rows, device=module_device(model))
     comp = sample_responses(model, x, cfg, gen)
     return [verdicts(detokenize(row), cons) for cons, row in zip(prompts, comp.tolist())]
