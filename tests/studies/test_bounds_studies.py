@@ -24,13 +24,25 @@ def test_margin_ratio_grid_and_synthetic_data():
 
 
 def test_margin_claim_helpers_on_fabricated_runs():
-    runs = [dict(certified=0.5, test_lo=0.1, test_err=0.12), dict(certified=0.05, test_lo=0.1, test_err=0.12)]
-    ev = smb._certificate_claim({"runs": runs})
-    assert ev.held is False and ev.numbers["misses"] == 1
-    curves = {"synthetic/svm": {"certified": [1.2, 0.9, 0.6], "test_err": [0.1, 0.08, 0.07]}}
-    assert smb._tracking_claim({"curves": curves}).held is True
-    curves["synthetic/svm"]["certified"] = [1.2, 1.3, 0.6]
-    assert smb._tracking_claim({"curves": curves}).held is False
+    cfg = smb.MarginBounds.config("quick")
+    good, bad = dict(certified=0.5, test_lo=0.1, test_err=0.12), dict(certified=0.05, test_lo=0.1, test_err=0.12)
+    ev = smb._certificate_claim({"runs": [good, bad]}, cfg)
+    assert ev.held is None and ev.numbers["misses"] == 1  # 2 models < 5 units
+    assert smb._certificate_claim({"runs": [good] * 100}, cfg).held is True  # Wilson lower 0.963 > 0.95
+    assert smb._certificate_claim({"runs": [good] * 60}, cfg).held is None  # 60/60: lower 0.940
+    assert smb._certificate_claim({"runs": [good] * 10 + [bad] * 10}, cfg).held is False
+    assert smb._certificate_claim({"runs": [good] * 100}, cfg).test.method == "wilson"
+
+    def runs(cert_by_seed):
+        return [dict(data="synthetic", learner="svm", seed=s, n=n, certified=c)
+                for s, certs in enumerate(cert_by_seed) for n, c in zip((100, 200, 400), certs)]
+
+    curves = {"synthetic/svm": {"test_err": [0.1, 0.08, 0.07]}}
+    falling = [[1.2 + 0.01 * s, 0.9, 0.6 - 0.01 * s] for s in range(5)]
+    ev = smb._tracking_claim({"runs": runs(falling), "curves": curves})
+    assert ev.held is True and ev.numbers["largest_n_certificate_svm"] == pytest.approx(0.58)
+    rising = [[0.5, 0.7 + 0.01 * s, 0.9] for s in range(5)]
+    assert smb._tracking_claim({"runs": runs(rising), "curves": curves}).held is False
 
 
 def test_ridge_fit_is_accurate_and_mlp_fit_is_deterministic():
@@ -46,34 +58,64 @@ def test_ridge_fit_is_accurate_and_mlp_fit_is_deterministic():
     np.testing.assert_array_equal(a, b)  # same initialisation and order: A is a function of S
 
 
-def test_tight_claim_helpers():
+def _tight_rows(n, **kw):
     row = dict(agreement=0.99, loss_instability=0.01, alpha1_resampled=0.012, alpha0=0.1, covers=True,
                covers_without_alpha1=True, width_allowed=0.2, test_acc=0.9)
-    bad = dict(row, agreement=0.4, loss_instability=0.02)
-    dig = {"ridge": [row, row], "mlp_early": [row, row], "mlp_random_labels": [bad, bad]}
-    assert stb._stability_claim(dig).held is True
-    assert stb._loss_stable_claim(dig).held is True
-    assert stb._coverage_claim(dig).held is True
-    dig["mlp_random_labels"] = [dict(bad, loss_instability=0.5, covers=False)] * 2
-    assert stb._loss_stable_claim(dig).held is False
-    assert stb._coverage_claim(dig).numbers["coverage"] == pytest.approx(4 / 6)
+    row.update(kw)
+    return [dict(row, agreement=row["agreement"] - 0.001 * i) for i in range(n)]
+
+
+def test_tight_claim_helpers():
+    cfg = stb.TightBounds.config("quick")
+    bad = dict(agreement=0.4, loss_instability=0.02)
+    dig = {"ridge": _tight_rows(5), "mlp_early": _tight_rows(5), "mlp_random_labels": _tight_rows(5, **bad)}
+    ev = stb._stability_claim(dig)
+    assert ev.held is True and ev.test.n == 5 and ev.test.effect == pytest.approx(0.59, abs=0.01)
+    ev = stb._loss_stable_claim(dig, cfg)
+    assert ev.held is True and ev.numbers["covers"] == "5/5"
+    dig["mlp_random_labels"] = _tight_rows(5, agreement=0.4, loss_instability=0.5, covers=False)
+    assert stb._loss_stable_claim(dig, cfg).held is False  # its loss moves more than α₀
+    ev = stb._coverage_claim(dig, cfg)
+    assert ev.test.method == "wilson" and ev.test.effect == pytest.approx(10 / 15) and ev.held is False
+    ev = stb._coverage_claim({"ridge": _tight_rows(80)}, cfg)
+    assert ev.held is True and ev.test.ci[0] > 0.95  # 80/80: Wilson lower limit 0.954
+    assert stb._coverage_claim({"ridge": _tight_rows(30)}, cfg).held is None  # 30/30: lower limit 0.886
+    assert stb._stability_claim({"ridge": _tight_rows(5)}).held is None  # no unstable learner to compare
+
+
+def test_binding_claim_is_withheld_unless_the_loss_change_exceeds_alpha0():
+    cfg = stb.TightBounds.config("quick")
+    binding = _tight_rows(80, loss_instability=0.05, alpha0=0.03, alpha1_resampled=0.1)
+    ev = stb._binding_claim({"mnist1d_binding": {"mlp_long": binding}}, cfg)
+    assert ev.held is True and ev.numbers["binding_runs"] == "80/80"
+    loose = _tight_rows(80, loss_instability=0.01, alpha0=0.03)
+    ev = stb._binding_claim({"mnist1d_binding": {"mlp_long": loose}}, cfg)
+    assert ev.held is None and "Hoeffding alone" in ev.note and ev.test.gate
+    assert stb._binding_claim({}, cfg).held is None  # the arm is off
 
 
 def test_app_l_claim_reads_mnist1d_and_reports_digits_beside_it():
-    def run(agree, acc):
-        return dict(agreement=agree, test_acc=acc)
+    def run(agree, acc, n=5):
+        return [dict(agreement=agree + 0.002 * i, test_acc=acc) for i in range(n)]
 
-    digits = {"ridge": [run(0.5, 0.9)], "mlp_long": [run(0.994, 0.987)]}  # ridge is not a net: never judged
-    m = {"digits": digits, "mnist1d": {"mlp_early": [run(0.71, 0.40)], "mlp_long": [run(0.62, 0.58)]}}
+    digits = {"ridge": run(0.5, 0.9), "mlp_long": run(0.994, 0.987)}  # ridge is not a net: never judged
+    m = {"digits": digits, "mnist1d": {"mlp_early": run(0.71, 0.40), "mlp_long": run(0.62, 0.58)}}
     v = stb._app_l_claim(m)
     assert v.held is True and v.numbers["dataset"] == "mnist1d"
     assert v.numbers["min_margin"] == pytest.approx(0.04)
     assert v.numbers["digits_min_margin"] == pytest.approx(0.007)
-    m["mnist1d"]["mlp_long"] = [run(0.55, 0.58)]  # the long net's copies agree less often than it is correct
+    m["mnist1d"]["mlp_long"] = run(0.55, 0.58)  # the long net's copies agree less often than it is correct
     assert stb._app_l_claim(m).held is False
     assert stb._app_l_claim({"digits": digits}).numbers["dataset"] == "digits"  # no mnist1d arm: digits decides
+    assert stb._app_l_claim({"digits": {k: v[:3] for k, v in digits.items()}}).held is None  # 3 seeds < 5
     rows = stb._holdout_rows(m)
     assert list(rows) == ["digits/ridge", "digits/mlp_long", "mnist1d/mlp_early", "mnist1d/mlp_long"]
+
+
+def test_tight_bounds_kinds():
+    kinds = {c.key: c.kind for c in stb.TightBounds.claims}
+    assert kinds["thm32-lower-bound"] == kinds["stable-rules-estimable"] == "identity"
+    assert kinds["thm43-coverage"] == kinds["thm43-coverage-stability-binding"] == "empirical"
 
 
 def test_rank_sparse_data_model_and_rescaling():
