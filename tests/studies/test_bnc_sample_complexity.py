@@ -32,19 +32,28 @@ def test_constant_costs_have_no_gap(tmp_path):
     assert all(row["max"] == 0.0 and row["within"] == 1.0 for row in gaps["by_n"].values())
 
 
-def _erm_metrics(gains, ps, learned=5):
-    pure = {s: {"index": i, "gain_mean": g, "gain_p": p} for i, (s, g, p) in
-            enumerate(zip(("mostfrac", "pscost", "objgain"), gains, ps))}
-    return {"erm": {"pure": pure, "learned": learned, "learned_test": 10.0}}
+def _erm_metrics(gains, learned=5, n=12):
+    """A cost table: policy 5 (learned) costs 50 ± noise; pure score j costs 50 + gains[j] ± noise."""
+    rng = np.random.default_rng(0)
+    cost = np.zeros((n, 6))
+    cost[:, 5] = 50 + rng.normal(0, 1, n)
+    for j, g in enumerate(gains):
+        cost[:, j] = cost[:, 5] + g + rng.normal(0, 1, n)
+    pure = {s: {"index": i, "gain_mean": float(g)} for i, (s, g) in
+            enumerate(zip(("mostfrac", "pscost", "objgain"), gains))}
+    return {"table": {"cost": cost.tolist()},
+            "erm": {"pure": pure, "learned": learned, "learned_test": 50.0, "test": list(range(n))}}
 
 
 def test_erm_claim():
     cfg = Study.config("quick")
     check = mod._erm_claim
-    assert check(_erm_metrics([3, 2, 1], [0.001, 0.002, 0.003]), cfg).held is True
-    assert check(_erm_metrics([3, 2, 1], [0.001, 0.002, 0.4]), cfg).held is None
-    assert check(_erm_metrics([3, -2, 1], [0.001, 0.002, 0.4]), cfg).held is False
-    assert check(_erm_metrics([3, 2, 0], [0.001, 0.002, 1.0], learned=2), cfg).held is False  # ERM = a pure score
+    ev = check(_erm_metrics([5, 4, 3]), cfg)
+    assert ev.held is True and ev.test.method == "t" and ev.test.n == 12
+    assert check(_erm_metrics([5, 4, 0]), cfg).held is None  # no difference from objgain: the CI straddles 0
+    assert check(_erm_metrics([5, -4, 3]), cfg).held is False  # pscost is clearly better
+    assert check(_erm_metrics([5, 4, 3], n=4), cfg).held is None  # 4 held-out instances < 5 units
+    assert check(_erm_metrics([5, 4, 0], learned=2), cfg).held is None  # ERM = a pure score: withheld
 
 
 def _stair(mismatches=(), complete=True, pieces=5, breaks=2, patterns=40):
@@ -54,7 +63,8 @@ def _stair(mismatches=(), complete=True, pieces=5, breaks=2, patterns=40):
 
 def test_staircase_claim():
     cfg = Study.config("quick", {"staircase_instances": 2})
-    assert mod._staircase_claim({"staircase": [_stair(), _stair()]}, cfg).held is True
+    ev = mod._staircase_claim({"staircase": [_stair(), _stair()]}, cfg)
+    assert ev.held is True and ev.test.method == "exact"
     assert mod._staircase_claim({"staircase": [_stair(), _stair(mismatches=[0.5])]}, cfg).held is False
     assert mod._staircase_claim({"staircase": [_stair(), _stair(complete=False)]}, cfg).held is False
     assert mod._staircase_claim({"staircase": [_stair(pieces=50, patterns=40)] * 2}, cfg).held is False
@@ -69,6 +79,9 @@ def test_gap_claim():
     assert mod._gap_claim(ok, cfg).held is True
     ok["gap"]["by_n"]["20"]["within"] = 0.9
     assert mod._gap_claim(ok, cfg).held is False
+    kinds = {c.key: c.kind for c in Study.claims}
+    assert kinds["gap-within-epsilon"] == kinds["gap-rate"] == "identity"  # they hold on random cost tables
+    assert kinds["erm-beats-pure"] == kinds["staircase"] == "empirical"
 
 
 def test_config_validation():
