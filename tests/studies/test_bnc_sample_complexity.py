@@ -91,3 +91,32 @@ def test_config_validation():
             Study.config("quick", bad)
     for preset in ("smoke", "quick", "full"):
         Study.config(preset)
+
+
+def _trace(starts, ends, costs, lines=3):
+    return {"starts": starts, "ends": ends, "costs": costs, "comparisons_all": lines, "complete": True}
+
+
+def test_staircase_erm_on_hand_made_staircases():
+    """Two instances: A steps 10 -> 4 at mu = 0.5, B is 8 on [0, 0.3), 2 on (0.3, 1] with a point piece at 0."""
+    a = _trace([0.0, 0.5], [0.5, 1.0], [10, 4])
+    b = _trace([0.0, 0.0, 0.3], [0.0, 0.3, 1.0], [5, 8, 2])
+    fit = mod.staircase_erm([a, b])
+    assert fit["mu"] > 0.5 and fit["train_mean"] == 3.0  # (4 + 2) / 2 on (0.5, 1]
+    # distinct vectors: (10,5) at 0, (10,8) on (0,0.3), (10,2) on (0.3,0.5), (4,2) on (0.5,1]; boundaries 0.3
+    # and 0.5 are ambiguous and left out
+    assert fit["a_s"] == 4 and fit["lines"] == 6
+    assert mod._cost_at(b, 0.0) == 5 and mod._cost_at(b, 0.3) is None and mod._cost_at(a, 0.7) == 4
+
+
+def test_massart_claim_is_withheld_when_vacuous():
+    cfg = Study.config("quick")
+    ms = {"train_mean": 40.0, "held_out_costs": [41, 45, 38, 50, 44, 39], "mu": 0.2, "a_s": 5, "lines": 9,
+          "held_out_mean": 42.8, "eps_exact": 30.0, "eps_lines": 35.0, "eps_lattice": 20.0, "complete": True}
+    ev = mod._massart_claim({"massart": ms}, cfg)
+    assert ev.held is True and ev.test.n == 6 and ev.numbers["measured_gap"] == pytest.approx(2.8)
+    assert mod._massart_claim({"massart": dict(ms, eps_exact=1.0)}, cfg).held is None  # CI straddles 1
+    assert mod._massart_claim({"massart": dict(ms, eps_exact=-5.0)}, cfg).held is False
+    ev = mod._massart_claim({"massart": dict(ms, eps_exact=250.0)}, cfg)  # >= H = 200: vacuous
+    assert ev.held is None and "vacuous" in ev.note
+    assert mod._massart_claim({}, cfg).held is None
