@@ -145,3 +145,20 @@ def test_margins_and_errors():
     with pytest.raises(ValueError):
         NB.network_bounds(model, x, wrong, gamma=-1.0)
     assert NB.effective_rank(np.ones(5)) == pytest.approx(5.0)
+
+
+def test_accounted_bounds_add_the_grid_union_bound_and_the_stated_logs():
+    model = _mlp([10, 32, 32, 3])
+    x = torch.randn(100, 10, dtype=torch.float64)
+    y = model(x).argmax(1).numpy()
+    b = NB.network_bounds(model, x, y, delta=0.05)
+    conf = np.sqrt(np.log(20) / 100)
+    grid = np.sqrt((3 * np.log(len(NB.DEFAULT_P_GRID)) + np.log(20)) / 100)
+    assert b.accounted["schatten"] == pytest.approx(b.bounds["schatten"] + grid, rel=1e-12)
+    assert b.accounted["schatten_p0"] == pytest.approx(b.bounds["schatten_p0"] + conf, rel=1e-12)
+    assert b.accounted["param_count"] == pytest.approx(b.bounds["param_count"] + conf, rel=1e-12)
+    assert b.accounted["spectral"] == pytest.approx(b.bounds["spectral"] * np.log(32) + conf, rel=1e-12)
+    assert b.accounted["pac_bayes"] == pytest.approx(b.bounds["pac_bayes"] * np.sqrt(np.log(3 * 32)) + conf)
+    assert set(b.to_dict()["accounted"]) == set(b.bounds)
+    with pytest.raises(ValueError):
+        NB.accounted_bounds(b.bounds, 100, 3, 81, 32, delta=1.5)

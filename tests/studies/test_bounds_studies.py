@@ -24,13 +24,25 @@ def test_margin_ratio_grid_and_synthetic_data():
 
 
 def test_margin_claim_helpers_on_fabricated_runs():
-    runs = [dict(certified=0.5, test_lo=0.1, test_err=0.12), dict(certified=0.05, test_lo=0.1, test_err=0.12)]
-    ev = smb._certificate_claim({"runs": runs})
-    assert ev.held is False and ev.numbers["misses"] == 1
-    curves = {"synthetic/svm": {"certified": [1.2, 0.9, 0.6], "test_err": [0.1, 0.08, 0.07]}}
-    assert smb._tracking_claim({"curves": curves}).held is True
-    curves["synthetic/svm"]["certified"] = [1.2, 1.3, 0.6]
-    assert smb._tracking_claim({"curves": curves}).held is False
+    cfg = smb.MarginBounds.config("quick")
+    good, bad = dict(certified=0.5, test_lo=0.1, test_err=0.12), dict(certified=0.05, test_lo=0.1, test_err=0.12)
+    ev = smb._certificate_claim({"runs": [good, bad]}, cfg)
+    assert ev.held is None and ev.numbers["misses"] == 1  # 2 models < 5 units
+    assert smb._certificate_claim({"runs": [good] * 100}, cfg).held is True  # Wilson lower 0.963 > 0.95
+    assert smb._certificate_claim({"runs": [good] * 60}, cfg).held is None  # 60/60: lower 0.940
+    assert smb._certificate_claim({"runs": [good] * 10 + [bad] * 10}, cfg).held is False
+    assert smb._certificate_claim({"runs": [good] * 100}, cfg).test.method == "wilson"
+
+    def runs(cert_by_seed):
+        return [dict(data="synthetic", learner="svm", seed=s, n=n, certified=c)
+                for s, certs in enumerate(cert_by_seed) for n, c in zip((100, 200, 400), certs)]
+
+    curves = {"synthetic/svm": {"test_err": [0.1, 0.08, 0.07]}}
+    falling = [[1.2 + 0.01 * s, 0.9, 0.6 - 0.01 * s] for s in range(5)]
+    ev = smb._tracking_claim({"runs": runs(falling), "curves": curves})
+    assert ev.held is True and ev.numbers["largest_n_certificate_svm"] == pytest.approx(0.58)
+    rising = [[0.5, 0.7 + 0.01 * s, 0.9] for s in range(5)]
+    assert smb._tracking_claim({"runs": runs(rising), "curves": curves}).held is False
 
 
 def test_ridge_fit_is_accurate_and_mlp_fit_is_deterministic():
@@ -46,34 +58,64 @@ def test_ridge_fit_is_accurate_and_mlp_fit_is_deterministic():
     np.testing.assert_array_equal(a, b)  # same initialisation and order: A is a function of S
 
 
-def test_tight_claim_helpers():
+def _tight_rows(n, **kw):
     row = dict(agreement=0.99, loss_instability=0.01, alpha1_resampled=0.012, alpha0=0.1, covers=True,
                covers_without_alpha1=True, width_allowed=0.2, test_acc=0.9)
-    bad = dict(row, agreement=0.4, loss_instability=0.02)
-    dig = {"ridge": [row, row], "mlp_early": [row, row], "mlp_random_labels": [bad, bad]}
-    assert stb._stability_claim(dig).held is True
-    assert stb._loss_stable_claim(dig).held is True
-    assert stb._coverage_claim(dig).held is True
-    dig["mlp_random_labels"] = [dict(bad, loss_instability=0.5, covers=False)] * 2
-    assert stb._loss_stable_claim(dig).held is False
-    assert stb._coverage_claim(dig).numbers["coverage"] == pytest.approx(4 / 6)
+    row.update(kw)
+    return [dict(row, agreement=row["agreement"] - 0.001 * i) for i in range(n)]
+
+
+def test_tight_claim_helpers():
+    cfg = stb.TightBounds.config("quick")
+    bad = dict(agreement=0.4, loss_instability=0.02)
+    dig = {"ridge": _tight_rows(5), "mlp_early": _tight_rows(5), "mlp_random_labels": _tight_rows(5, **bad)}
+    ev = stb._stability_claim(dig)
+    assert ev.held is True and ev.test.n == 5 and ev.test.effect == pytest.approx(0.59, abs=0.01)
+    ev = stb._loss_stable_claim(dig, cfg)
+    assert ev.held is True and ev.numbers["covers"] == "5/5"
+    dig["mlp_random_labels"] = _tight_rows(5, agreement=0.4, loss_instability=0.5, covers=False)
+    assert stb._loss_stable_claim(dig, cfg).held is False  # its loss moves more than α₀
+    ev = stb._coverage_claim(dig, cfg)
+    assert ev.test.method == "wilson" and ev.test.effect == pytest.approx(10 / 15) and ev.held is False
+    ev = stb._coverage_claim({"ridge": _tight_rows(80)}, cfg)
+    assert ev.held is True and ev.test.ci[0] > 0.95  # 80/80: Wilson lower limit 0.954
+    assert stb._coverage_claim({"ridge": _tight_rows(30)}, cfg).held is None  # 30/30: lower limit 0.886
+    assert stb._stability_claim({"ridge": _tight_rows(5)}).held is None  # no unstable learner to compare
+
+
+def test_binding_claim_is_withheld_unless_the_loss_change_exceeds_alpha0():
+    cfg = stb.TightBounds.config("quick")
+    binding = _tight_rows(80, loss_instability=0.05, alpha0=0.03, alpha1_resampled=0.1)
+    ev = stb._binding_claim({"mnist1d_binding": {"mlp_long": binding}}, cfg)
+    assert ev.held is True and ev.numbers["binding_runs"] == "80/80"
+    loose = _tight_rows(80, loss_instability=0.01, alpha0=0.03)
+    ev = stb._binding_claim({"mnist1d_binding": {"mlp_long": loose}}, cfg)
+    assert ev.held is None and "Hoeffding alone" in ev.note and ev.test.gate
+    assert stb._binding_claim({}, cfg).held is None  # the arm is off
 
 
 def test_app_l_claim_reads_mnist1d_and_reports_digits_beside_it():
-    def run(agree, acc):
-        return dict(agreement=agree, test_acc=acc)
+    def run(agree, acc, n=5):
+        return [dict(agreement=agree + 0.002 * i, test_acc=acc) for i in range(n)]
 
-    digits = {"ridge": [run(0.5, 0.9)], "mlp_long": [run(0.994, 0.987)]}  # ridge is not a net: never judged
-    m = {"digits": digits, "mnist1d": {"mlp_early": [run(0.71, 0.40)], "mlp_long": [run(0.62, 0.58)]}}
+    digits = {"ridge": run(0.5, 0.9), "mlp_long": run(0.994, 0.987)}  # ridge is not a net: never judged
+    m = {"digits": digits, "mnist1d": {"mlp_early": run(0.71, 0.40), "mlp_long": run(0.62, 0.58)}}
     v = stb._app_l_claim(m)
     assert v.held is True and v.numbers["dataset"] == "mnist1d"
     assert v.numbers["min_margin"] == pytest.approx(0.04)
     assert v.numbers["digits_min_margin"] == pytest.approx(0.007)
-    m["mnist1d"]["mlp_long"] = [run(0.55, 0.58)]  # the long net's copies agree less often than it is correct
+    m["mnist1d"]["mlp_long"] = run(0.55, 0.58)  # the long net's copies agree less often than it is correct
     assert stb._app_l_claim(m).held is False
     assert stb._app_l_claim({"digits": digits}).numbers["dataset"] == "digits"  # no mnist1d arm: digits decides
+    assert stb._app_l_claim({"digits": {k: v[:3] for k, v in digits.items()}}).held is None  # 3 seeds < 5
     rows = stb._holdout_rows(m)
     assert list(rows) == ["digits/ridge", "digits/mlp_long", "mnist1d/mlp_early", "mnist1d/mlp_long"]
+
+
+def test_tight_bounds_kinds():
+    kinds = {c.key: c.kind for c in stb.TightBounds.claims}
+    assert kinds["thm32-lower-bound"] == kinds["stable-rules-estimable"] == "identity"
+    assert kinds["thm43-coverage"] == kinds["thm43-coverage-stability-binding"] == "empirical"
 
 
 def test_rank_sparse_data_model_and_rescaling():
@@ -90,20 +132,39 @@ def test_rank_sparse_data_model_and_rescaling():
     torch.testing.assert_close(lin[0].weight, 4 * ref[0].weight)
 
 
+def _rs_row(kind, seed, width=64, bound=5.0, test=0.1, train=0.0, p=(1.5, 1.5, 1.5), data="digits", pc=None):
+    e = 0.01 * seed  # a little spread over seeds, so the tests have a finite CI
+    pc = 4.0 * width / 32 if pc is None else pc
+    return dict(kind=kind, data=data, seed=seed, width=width, bound_schatten=bound + e, bound_param_count=pc,
+                accounted_schatten=bound + e + 0.1, accounted_param_count=pc + 0.05, accounted_spectral=50.0 * width,
+                accounted_frobenius=20.0, accounted_pac_bayes=80.0, accounted_path_norm=100.0, bound_spectral=bound,
+                test_err=test + e, train_err=train, p_opt=list(p), eff_rank=20.0, max_spectral=1.0)
+
+
 def test_rank_sparse_claim_helpers():
-    s = {
-        "schatten": [2.0, 3.0],
-        "param_count": [4.0, 16.0],
-        "spectral": [50.0, 90.0],
-        "frobenius": [9, 20],
-        "pac_bayes": [80, 200],
-        "path_norm": [100, 300],
-    }
-    m = {"summary": {"synthetic": s}}
-    assert srs._largest(m, lambda q: q["schatten"][-1] < q["param_count"][-1], "param_count").held is True
-    assert srs._growth(m).held is True
-    s["schatten"] = [2.0, 10.0]
-    assert srs._growth(m).held is False
+    runs = [_rs_row("trained", s, w, b) for s in range(5) for w, b in ((32, 2.0), (256, 3.0))]
+    m = {"runs": runs}
+    ev = srs._largest(m, ("param_count",))
+    assert ev.held is True and ev.test.n == 5 and ev.numbers["digits_schatten"] == pytest.approx(3.12)
+    assert srs._largest(m, srs.NORM_BOUNDS).held is True
+    assert srs._growth(m, "trained").held is True  # Schatten x1.5 vs parameter counting x8
+    for r in runs:
+        if r["width"] == 256:
+            r["accounted_schatten"] = 40.0 + r["seed"]  # grows faster than parameter counting, above it
+    assert srs._largest(m, ("param_count",)).held is False
+    assert srs._growth(m, "trained").held is False
+    assert srs._largest({"runs": runs[:4]}, ("param_count",)).held is None  # 2 seeds < 5 units
+    assert srs._claim_spectral(m).held is None  # no spectral arm: nothing to test
+    spectral = [dict(r, kind="spectral") for r in runs[:0]] + [_rs_row("spectral", s, w, b) for s in range(5)
+                                                                for w, b in ((32, 2.0), (256, 3.0))]
+    ev = srs._claim_spectral({"runs": runs + spectral})
+    assert ev.held is True and ev.numbers["max_spectral_norm"] == 1.0
+
+
+def test_rank_sparse_claims_fall_back_to_the_bare_shape():
+    row = {"bound_schatten": 3.0}
+    assert srs._bound(row, "schatten") == 3.0
+    assert srs._bound(dict(row, accounted_schatten=3.2), "schatten") == 3.2
 
 
 def test_margin_model_ratio_claim_skips_undefined_ratios():
@@ -111,15 +172,6 @@ def test_margin_model_ratio_claim_skips_undefined_ratios():
     ev = smb._model_ratio_claim({"runs": runs})
     assert ev.held is True and ev.numbers["left_out"] == 1
     assert smb._model_ratio_claim({"runs": runs[1:]}).held is None
-
-
-def test_rank_sparse_claims_are_decided_per_seed():
-    good = {"schatten": [2.0, 3.0], "param_count": [4.0, 16.0]}
-    bad = {"schatten": [2.0, 20.0], "param_count": [4.0, 16.0]}
-    m = {"summary": {"synthetic": good}, "by_seed": [{"synthetic": good}, {"synthetic": bad}]}
-    ev = srs._largest(m, lambda q: q["schatten"][-1] < q["param_count"][-1], "param_count")
-    assert ev.held is None and ev.numbers["seeds_held"] == "1/2"  # seeds disagree: inconclusive
-    assert srs._growth(m).held is None
 
 
 def test_rank_projection_and_the_fidelity_claims():
@@ -130,21 +182,21 @@ def test_rank_projection_and_the_fidelity_claims():
         assert int(torch.linalg.matrix_rank(lin.weight.double(), rtol=1e-5)) <= 3
     assert srs._spearman([1, 2, 3, 4], [10, 20, 25, 40]) == 1.0
 
-    def row(kind, seed, width=64, bound=5.0, test=0.1, train=0.0, p=(1.5, 1.5, 1.5)):
-        return dict(kind=kind, data="digits", seed=seed, width=width, bound_schatten=bound, bound_param_count=bound,
-                    bound_spectral=bound, test_err=test, train_err=train, p_opt=list(p), eff_rank=20.0)
-
     runs = []
-    for s in (0, 1):
-        runs += [row("trained", s, 32, 4.0, 0.08), row("trained", s, 64, 5.0, 0.1),
-                 row("projected", s, 64, 3.0, 0.11, p=(0.0, 0.0, 0.0)), row("random", s, 64, 12.0, 0.9, 0.3)]
+    for s in range(5):
+        runs += [_rs_row("trained", s, 32, 4.0, 0.08), _rs_row("trained", s, 64, 5.0, 0.1),
+                 _rs_row("projected", s, 64, 3.0, 0.11, p=(0.0, 0.0, 0.0)), _rs_row("random", s, 64, 12.0, 0.9, 0.3)]
     m = {"runs": runs}
     cfg = srs.RankSparseBounds.config("quick")
     assert srs._claim_random_labels(m, cfg).held is True
-    assert srs._claim_ranks_gaps(m, cfg).held is True
+    ev = srs._claim_ranks_gaps(m, cfg)
+    assert ev.held is True and ev.numbers["digits_rho_schatten"] == pytest.approx(1.0)
     assert srs._claim_projection(m, cfg).held is True
-    runs[2]["test_err"] = 0.2  # seed 0's projection costs 0.1 accuracy
-    assert srs._claim_projection(m, cfg).held is None  # mixed seeds
-    runs[6]["bound_schatten"] = 99.0  # seed 1's projection raises the bound
-    runs[6]["test_err"] = 0.2
+    for r in runs:
+        if r["kind"] == "projected":
+            r["test_err"] += 0.1  # the projection costs 0.1 accuracy in every seed
     assert srs._claim_projection(m, cfg).held is False
+    for r in runs:
+        if r["kind"] == "random":
+            r["accounted_schatten"] = 1.0  # the random-label net's bound is lower
+    assert srs._claim_random_labels(m, cfg).held is False

@@ -167,42 +167,48 @@ def _fake_lb(shift, se=0.01, seeds=10, regime="log"):
     }
 
 
-def test_slope_claims_decide_both_ways_with_holm():
+def test_tuned_slope_claims_are_construction_checks():
     cfg = smb.MarginBounds.config("quick", {})
-    m = {
-        "lower_bound": {
-            "n": _fake_lb(0.0),
-            "gamma": _fake_lb(0.02),
-            "tau": _fake_lb(0.0, regime="tau"),
-            "n_fixed": _fake_lb(-0.01),
-        }
-    }
-    assert all(smb._slope_claim(a)(m, cfg).held is True for a in smb.AXES)
-    ev = smb._slope_claim("n")(m, cfg)
+    m = {"lower_bound": {"n": _fake_lb(0.0), "gamma": _fake_lb(0.02), "tau": _fake_lb(0.0, regime="tau")}}
+    for axis in smb.TUNED_AXES:
+        ev = smb._tuned_slope_claim(axis)(m, cfg)
+        assert ev.held is True and ev.test is None  # identity: no test
+    ev = smb._tuned_slope_claim("n")(m, cfg)
     assert ev.numbers["ratio_first"] == pytest.approx(0.4) and ev.numbers["constant"] == pytest.approx(0.4)
     m["lower_bound"]["gamma"] = _fake_lb(0.5)  # clearly outside ±0.15
-    ev = smb._slope_claim("gamma")(m, cfg)
-    assert ev.held is False and ev.numbers["diff"] == pytest.approx(0.5, abs=0.05)
-    m["lower_bound"]["gamma"] = _fake_lb(0.15, se=0.05)  # straddles the tolerance: undecided
-    assert smb._slope_claim("gamma")(m, cfg).held is None
+    assert smb._tuned_slope_claim("gamma")(m, cfg).held is False
     m["lower_bound"]["tau"] = _fake_lb(0.0, regime="log")  # τ points outside the τ regime: inconclusive
-    assert smb._slope_claim("tau")(m, cfg).held is None
+    assert smb._tuned_slope_claim("tau")(m, cfg).held is None
+    kinds = {c.key: c.kind for c in smb.MarginBounds.claims}
+    assert [kinds[f"lb-slope-{a}"] for a in ("n", "gamma", "tau")] == ["identity"] * 3
+    assert [kinds[f"lb-slope-{a}-fixed"] for a in ("n", "gamma", "tau")] == ["empirical"] * 3
 
 
-def test_holm_can_withhold_a_single_test_pass():
-    """An equivalence p between 0.05/3 and 0.05 passes alone but not as the smallest of three p's under Holm."""
+def test_fixed_slope_claims_decide_both_ways_by_tost():
     cfg = smb.MarginBounds.config("quick", {})
-    # n: se chosen so the TOST p is about 0.03; the others fail the test (p ≈ 1)
-    lb = {
-        "n": _fake_lb(0.0, se=0.07, seeds=30),
-        "gamma": _fake_lb(0.6),
-        "tau": _fake_lb(0.6, regime="tau"),
-        "n_fixed": _fake_lb(0.6),
-    }
-    t = smb._tost(lb["n"], cfg.slope_tol)
-    assert 0.05 / 4 < t["p"] < 0.05
-    ev = smb._slope_claim("n")({"lower_bound": lb}, cfg)
-    assert ev.held is None and ev.numbers["p_holm"] > 0.05
+    m = {"lower_bound": {"n_fixed": _fake_lb(-0.01), "gamma_fixed": _fake_lb(0.5),
+                         "tau_fixed": _fake_lb(0.15, se=0.05)}}
+    ev = smb._fixed_slope_claim("n_fixed")(m, cfg)
+    assert ev.held is True and ev.test.method == "t" and ev.test.direction == "within" and ev.test.n == 10
+    assert ev.test.margin == (-cfg.slope_tol, cfg.slope_tol)
+    ev = smb._fixed_slope_claim("gamma_fixed")(m, cfg)
+    assert ev.held is False and ev.numbers["diff"] == pytest.approx(0.5, abs=0.05)
+    assert smb._fixed_slope_claim("tau_fixed")(m, cfg).held is None  # straddles the tolerance: undecided
+    m["lower_bound"]["n_fixed"] = dict(_fake_lb(0.0, seeds=4))  # 4 samples < 5 units: at most inconclusive
+    assert smb._fixed_slope_claim("n_fixed")(m, cfg).held is None
+
+
+def test_fixed_distribution_tau_budget():
+    """τ > 0 on the fixed D: E may take under-sampled seen points, L_S^γ stays ≤ τ, and the gap grows with τ."""
+    masses = mlb.power_law(20000, 2.0)
+    gaps = []
+    for tau in (0.0, 0.01, 0.05):
+        r = mlb.fixed_gap(masses, 40000, 0.1, np.random.default_rng(3), tau)
+        assert r["l_s"] <= tau + 1e-12 and r["min_margin_kept"] > 0.1 and r["max_margin_wrong"] < 0
+        assert r["norm"] == pytest.approx(1.0)
+        gaps.append(r["gap"])
+    assert gaps[0] < gaps[1] < gaps[2]
+    assert mlb.fixed_gap(masses, 40000, 0.1, np.random.default_rng(3))["l_s"] == 0.0
 
 
 def test_lower_bound_config_validation():

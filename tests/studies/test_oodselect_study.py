@@ -59,38 +59,52 @@ def test_pool_cache_roundtrip(tmp_path):
     assert a["correct"].shape == (12, len(a["group_ood"]))
     assert np.array_equal(a["correct"], b["correct"]) and np.array_equal(a["run"], np.repeat(np.arange(6), 2))
     assert PoolConfig(runs=6, checkpoints=(5, 10), seed=2).key() != pc.key()
+    null = PoolConfig(runs=6, checkpoints=(5, 10), seed=1, ood_mix=(0.85, 0.0, 0.15))
+    assert null.key() != pc.key()
+    c = build_pool(null, cache_dir=tmp_path)
+    assert not np.any(c["group_ood"] == REVERSED) and c["correct"].shape == a["correct"].shape
 
 
-def _metrics(sel, rand, prec, full=0.6, null=(0.05, -0.1)):
-    row = {
-        "r_null_selected_test": list(null),
-        "r_full_test": full,
-        "r_selected_test": sel,
-        "r_random_mean": rand,
-        "precision": prec,
-        "r_greedy_test": [s + 0.1 for s in sel],
-    }
-    return {
-        "k_fractions": [0.1, 0.25, 0.5],
-        "planted_fraction": 0.25,
-        "ks": [10, 25, 50],
-        "seeds": [row, dict(row), dict(row)],
-    }
+def _metrics(sel, rand, prec, full=0.6, null=(0.05, -0.1), null_pool=(0.2, 0.1), pools=5):
+    rows = []
+    for i in range(pools):  # a little spread over pools, so each test has a finite CI
+        e = 0.01 * (i - pools // 2)
+        rows.append({
+            "r_null_selected_test": [v + e for v in null],
+            "r_null_pool_selected_test": [v + e for v in null_pool],
+            "r_full_null_pool_test": 0.9,
+            "r_full_test": full + e,
+            "r_selected_test": [v + e for v in sel],
+            "r_random_mean": [v + e for v in rand],
+            "precision": [v + e for v in prec],
+            "r_greedy_test": [v + 0.1 for v in sel],
+        })
+    return {"k_fractions": [0.1, 0.25, 0.5], "planted_fraction": 0.25, "ks": [10, 25, 50], "seeds": rows}
+
+
+def _verdicts(m):
+    return {v.key: v.verdict for v in OODSelectStudy.verdicts(m, OODSelectStudy.config("quick"))}
 
 
 def test_claims_read_the_metrics():
-    good = _metrics([-0.7, -0.6, 0.1], [0.5, 0.6, 0.6], [0.8, 0.6, 0.4])
-    v = {x.claim[:20]: x.verdict for x in OODSelectStudy.verdicts(good, OODSelectStudy.config("quick"))}
-    assert set(v.values()) == {"reproduced"}
-    bad = _metrics([-0.7, -0.2, 0.1], [0.2, 0.6, 0.6], [0.3, 0.3, 0.3], full=0.1)
-    assert [x.verdict for x in OODSelectStudy.verdicts(bad, OODSelectStudy.config("quick"))][:4] == [
-        "not reproduced"
-    ] * 4
-    reversed_null = _metrics([-0.7, -0.6, 0.1], [0.5, 0.6, 0.6], [0.8, 0.6, 0.4], null=(-0.7, -0.6))
-    assert OODSelectStudy.verdicts(reversed_null, OODSelectStudy.config("quick"))[-1].verdict == "not reproduced"
-    mixed = _metrics([-0.7, -0.6, 0.1], [0.5, 0.6, 0.6], [0.8, 0.6, 0.4])
-    mixed["seeds"][2] = dict(mixed["seeds"][2], r_full_test=0.1)
-    assert OODSelectStudy.verdicts(mixed, OODSelectStudy.config("quick"))[0].verdict == "inconclusive"
+    good = _verdicts(_metrics([-0.7, -0.6, 0.1], [0.5, 0.6, 0.6], [0.8, 0.6, 0.4]))
+    assert set(good.values()) == {"reproduced"} and len(good) == 7
+    bad = _verdicts(_metrics([-0.7, -0.2, 0.1], [0.2, 0.6, 0.6], [0.3, 0.3, 0.3], full=0.1))
+    assert [bad[k] for k in ("full-set-on-the-line", "selected-below-the-line", "random-subsets-on-the-line",
+                             "selection-enriched")] == ["not reproduced"] * 4
+    reversed_null = _verdicts(_metrics([-0.7, -0.6, 0.1], [0.5, 0.6, 0.6], [0.8, 0.6, 0.4], null=(-0.7, -0.6),
+                                       null_pool=(-0.8, -0.7)))
+    assert reversed_null["null-control"] == reversed_null["null-pool-control"] == "not reproduced"
+    few = _verdicts(_metrics([-0.7, -0.6, 0.1], [0.5, 0.6, 0.6], [0.8, 0.6, 0.4], pools=3))
+    assert set(few.values()) == {"inconclusive"}  # 3 pools < 5 units
+    straddling = _metrics([-0.7, -0.6, 0.1], [0.5, 0.6, 0.6], [0.8, 0.6, 0.4])
+    for i, r in enumerate((0.1, 0.9, 0.2, 0.8, 0.3)):
+        straddling["seeds"][i]["r_full_test"] = r
+    assert _verdicts(straddling)["full-set-on-the-line"] == "inconclusive"
+    off = _metrics([-0.7, -0.6, 0.1], [0.5, 0.6, 0.6], [0.8, 0.6, 0.4])
+    for row in off["seeds"]:
+        row["r_null_pool_selected_test"] = []
+    assert _verdicts(off)["null-pool-control"] == "inconclusive"
 
 
 def test_config_validation():

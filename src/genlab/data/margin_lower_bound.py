@@ -158,28 +158,42 @@ def power_law(support: int, exponent: float) -> np.ndarray:
     return p / p.sum()
 
 
-def fixed_gap(masses: np.ndarray, n: int, gamma: float, rng: np.random.Generator) -> dict[str, float]:
-    """τ = 0 on a fixed D (points x_j = a·e_0 + b·e_j with masses ``masses``, decreasing): draw S ~ Dⁿ and let the
-    max-margin halfspace err on as many of the heaviest unseen points as keeps margin > γ on the sample. Exact gap
-    (L_S^γ = 0, so the gap is the mass of the points it gets wrong)."""
+def fixed_gap(masses: np.ndarray, n: int, gamma: float, rng: np.random.Generator, tau: float = 0.0
+              ) -> dict[str, float]:
+    """A fixed D (points x_j = a·e_0 + b·e_j with masses ``masses``, decreasing; not tuned to n, γ or τ): draw
+    S ~ Dⁿ and let the max-margin halfspace err on a set E chosen greedily: points in order of decreasing gain
+    p_j − count_j/n (> 0), each taken if it keeps L_S^γ ≤ τ and margin > γ on the kept sample points. At τ = 0
+    E is the heaviest unseen points. Exact L_D = Σ_E p_j and L_S^γ = Σ_E count_j / n."""
     a = float(np.sqrt(2.0) * gamma)
     b = float(np.sqrt(1.0 - a * a))
     cdf = np.cumsum(masses)
     idx = np.minimum(np.searchsorted(cdf, rng.random(n) * cdf[-1], side="right"), len(masses) - 1)
     counts = np.bincount(idx, minlength=len(masses))
-    unseen = np.flatnonzero(counts == 0)  # already in order of decreasing mass
-    m = int(len(masses) - len(unseen))  # every seen point is kept
-    kk = np.arange(1, len(unseen) + 1)
-    margin2 = a * a / (1.0 + kk * (1.0 + EPS) ** 2 * a * a / (b * b)) + b * b / max(m, 1)
-    feasible = np.flatnonzero(margin2 > gamma * gamma)
-    k = int(feasible[-1] + 1) if feasible.size else 0
+    gain = masses - counts / n
+    cand = np.flatnonzero(gain > 0)
+    order = cand[np.argsort(-gain[cand], kind="stable")]
+    seen = int(np.sum(counts > 0))
+    budget, k, m, wrong = tau * n + 1e-9, 0, seen, []
+    for j in order:  # stops once an unseen point no longer fits the margin (nothing later can)
+        c_j = int(counts[j])
+        if c_j > budget:
+            continue
+        m_next = m - (c_j > 0)
+        big_a = 1.0 + (k + 1) * (1.0 + EPS) ** 2 * a * a / (b * b)
+        if a * a / big_a + b * b / max(m_next, 1) <= gamma * gamma:
+            if c_j == 0:
+                break
+            continue
+        wrong.append(j)
+        k, m, budget = k + 1, m_next, budget - c_j
+    wrong_idx = np.asarray(wrong, dtype=int)
     c, s, t, margin = max_margin_wrong(k, m, a, b)
-    wrong = unseen[:k]
+    l_d, l_s = float(masses[wrong_idx].sum()), float(counts[wrong_idx].sum() / n)
     return {
         "k": k,
-        "l_d": float(masses[wrong].sum()),
-        "l_s": 0.0,
-        "gap": float(masses[wrong].sum()),
+        "l_d": l_d,
+        "l_s": l_s,
+        "gap": l_d - l_s,
         "norm": float(np.sqrt(c * c + m * s * s + k * t * t)),
         "min_margin_kept": margin,
         "max_margin_wrong": float(a * c - b * t) if k else float("nan"),

@@ -23,8 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from genlab.harness import Claim, Paper, RunContext, Study, evidence, register
-from genlab.stats import holm, paired
+from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
 
 W_PSCOST = (0.0, 1.0, 0.0)  # μ = 0 end of the staircase line
 W_MOSTFRAC = (1.0, 0.0, 0.0)  # μ = 1 end
@@ -52,6 +51,54 @@ def _staircase_job(job: tuple[str, dict, int, int]) -> dict[str, Any]:
     mismatches = [float(mu) for mu, c in zip(mus, grid) if c not in st.costs_at(float(mu))]
     return {"instance": Path(path).name, **st.to_dict(), "grid_mu": mus.tolist(), "grid_cost": grid,
             "mismatches": mismatches}
+
+
+def _trace_job(job: tuple[str, dict, int]) -> dict[str, Any]:
+    """Trace one instance's staircase in μ (no grid solves; module level: a process job)."""
+    from genlab.bnc.solver import SolverSettings
+    from genlab.bnc.staircase import trace
+
+    path, settings, max_runs = job
+    st = trace(path, W_PSCOST, W_MOSTFRAC, SolverSettings(**settings), max_runs=max_runs)
+    d = st.to_dict()
+    return {k: d[k] for k in ("starts", "ends", "costs", "complete", "comparisons_all", "run_pieces")}
+
+
+def _solve_job(job: tuple[str, dict, float]) -> int:
+    """The tree size of one instance under μ·mostfrac + (1 − μ)·pscost."""
+    from genlab.bnc.policies import MixturePolicy
+    from genlab.bnc.solver import SolverSettings, solve
+
+    path, settings, mu = job
+    w0, w1 = np.asarray(W_PSCOST), np.asarray(W_MOSTFRAC)
+    return int(solve(path, MixturePolicy(w0 + mu * (w1 - w0)), SolverSettings(**settings)).cost)
+
+
+def _cost_at(trace: dict[str, Any], mu: float) -> int | None:
+    """The traced tree size at μ: a degenerate piece [μ, μ] decides where there is one; None where μ is a boundary
+    between two pieces of different cost (the tie-break decides) or lies in an unexplored sliver."""
+    inside = [(s, e, c) for s, e, c in zip(trace["starts"], trace["ends"], trace["costs"]) if s <= mu <= e]
+    point = [c for s, e, c in inside if s == e]
+    costs = set(point) if point else {c for _, _, c in inside}
+    return costs.pop() if len(costs) == 1 else None
+
+
+def staircase_erm(traces: list[dict[str, Any]]) -> dict[str, Any]:
+    """ERM over the continuous μ on N traced staircases: the common refinement's candidate points (every boundary
+    and every interval midpoint), each instance's exact cost there, |A_S| = the number of distinct cost vectors
+    and the μ of least mean cost (the smallest such μ on ties). Boundary points where an instance's cost is
+    ambiguous are left out (measure zero)."""
+    cuts = sorted({0.0, 1.0, *(x for t in traces for x in (*t["starts"], *t["ends"]))})
+    points = sorted({*cuts, *((a + b) / 2 for a, b in zip(cuts, cuts[1:]))})
+    vectors: dict[float, tuple[int, ...]] = {}
+    for mu in points:
+        costs = [_cost_at(t, mu) for t in traces]
+        if None not in costs:
+            vectors[mu] = tuple(int(c) for c in costs)  # type: ignore[arg-type]
+    means = {mu: float(np.mean(v)) for mu, v in vectors.items()}
+    best = min(means, key=lambda mu: (means[mu], mu))
+    return {"mu": best, "train_mean": means[best], "a_s": len(set(vectors.values())), "candidates": len(vectors),
+            "lines": int(sum(t["comparisons_all"] for t in traces))}
 
 
 @register
@@ -91,8 +138,8 @@ class BncSampleComplexity(Study):
         coverage: float = 0.95  # claim: gap <= eps(N) in at least this fraction of resamples
         slope_lo: float = -0.75  # claim: fitted log-log slope of the mean gap within [slope_lo, slope_hi]
         slope_hi: float = -0.25
-        alpha: float = 0.05  # family-wise level (Holm) of ERM vs the three pure scores
-        relu_samples: int = 0  # random ReLU scorers tried by ERM besides the 3 pure ones (0: skip the arm)
+        relu_samples: int = 3  # random ReLU scorers tried by ERM besides the 3 pure ones (0: skip the arm)
+        massart: bool = True  # ERM over continuous μ on the training instances' traced staircases, certified
         relu_hidden: int = 4
         workers: int = 2
 
@@ -127,7 +174,7 @@ class BncSampleComplexity(Study):
                 raise ValueError("ns must be >= 2 increasing distinct positive sizes")
             if self.resamples < 20:
                 raise ValueError("resamples must be >= 20")
-            for name in ("delta", "coverage", "alpha"):
+            for name in ("delta", "coverage"):
                 if not 0 < getattr(self, name) < 1:
                     raise ValueError(f"{name} must lie in (0, 1)")
             if not (np.isfinite(self.slope_lo) and np.isfinite(self.slope_hi) and self.slope_lo < self.slope_hi):
@@ -163,6 +210,9 @@ class BncSampleComplexity(Study):
         metrics["erm"] = self._erm(cost, lattice, cfg, ctx)
         metrics["gap"] = self._gaps(cost, cfg, ctx)
         metrics["bounds"] = self._bounds(table, cfg)
+        if cfg.massart:
+            with ctx.timer("massart arm"):
+                metrics["massart"] = self._massart(paths, metrics["erm"], len(lattice), cfg, ctx)
         if cfg.relu_samples:
             with ctx.timer("relu arm"):
                 metrics["relu"] = self._relu(paths, cfg, ctx)
@@ -219,9 +269,9 @@ class BncSampleComplexity(Study):
                                "learned_test": float(cost[test, best].mean()), "pure": {}}
         for k, score in enumerate(SCORES):
             j = int(np.flatnonzero(lattice[:, k] == 1.0)[0])
-            d = paired(cost[test, j], cost[test, best], seed=ctx.seed_for("perm", score))
             out["pure"][score] = {"index": j, "test": float(cost[test, j].mean()),
-                                  "train": float(cost[train, j].mean()), **d.as_numbers("gain")}
+                                  "train": float(cost[train, j].mean()),
+                                  "gain_mean": float((cost[test, j] - cost[test, best]).mean())}
         ctx.log(f"ERM picked {lattice[best].round(3).tolist()}: held-out {out['learned_test']:.1f} vs pure "
                 + ", ".join(f"{s} {v['test']:.1f}" for s, v in out["pure"].items()))
         return out
@@ -254,6 +304,32 @@ class BncSampleComplexity(Study):
         rows = {shape.name: bb.bound_row(shape, k, cfg.node_limit, cfg.node_limit, ns, cfg.delta).to_dict()
                 for shape in (bb.mixture_shape(3), bb.relu_shape(3, cfg.relu_hidden, 1))}
         return {"candidates": k, "decisions": cfg.node_limit, "classes": rows}
+
+    def _massart(self, paths: list[str], erm: dict[str, Any], n_lattice: int, cfg: Config,
+                 ctx: RunContext) -> dict[str, Any]:
+        """Trace the staircase of every training instance, run ERM over the continuous μ on them, certify it by the
+        data-dependent Massart bound (exact |A_S|, and the 1 + β·L piece count, β = 1) and solve the held-out
+        instances at the chosen μ."""
+        from genlab.measures import bnc_bounds as bb
+
+        settings = asdict(_settings(cfg))
+        train, test = erm["train"], erm["test"]
+        traces = ctx.map(_trace_job, [(paths[i], settings, cfg.staircase_max_runs) for i in train],
+                         processes=cfg.workers, desc="massart traces")
+        fit = staircase_erm(traces)
+        held = ctx.map(_solve_job, [(paths[i], settings, fit["mu"]) for i in test], processes=cfg.workers,
+                       desc="held-out solves")
+        n, h = len(train), cfg.node_limit
+        out = {**fit, "n": n, "complete": all(t["complete"] for t in traces),
+               "pieces": [t["run_pieces"] for t in traces], "held_out_costs": [int(c) for c in held],
+               "held_out_mean": float(np.mean(held)),
+               "eps_exact": bb.epsilon_massart(n, cfg.delta, h, fit["a_s"]),
+               "eps_lines": bb.epsilon_massart(n, cfg.delta, h, bb.staircase_pieces(fit["lines"])),
+               "eps_lattice": bb.epsilon_finite(n, cfg.delta, h, n_lattice)}
+        ctx.log(f"massart: ERM mu={fit['mu']:.4f} over {fit['candidates']} points, |A_S|={fit['a_s']}, "
+                f"train {fit['train_mean']:.1f} vs held-out {out['held_out_mean']:.1f}; "
+                f"eps exact {out['eps_exact']:.1f}, lines {out['eps_lines']:.1f} (H = {h})")
+        return out
 
     def _relu(self, paths: list[str], cfg: Config, ctx: RunContext) -> dict[str, Any]:
         """ERM over the three pure scores (as ReLU scorers) plus seeded random ReLU scorers."""
@@ -297,7 +373,7 @@ class BncSampleComplexity(Study):
         Claim(
             "erm-beats-pure",
             "the ERM-learned mixture (lattice step 1/{resolution}) has a smaller held-out mean tree size than each "
-            "pure score (mostfrac, pscost, objgain), paired over held-out instances, Holm at {alpha}",
+            "pure score (mostfrac, pscost, objgain): paired over held-out instances, every mean difference > 0",
             lambda m, cfg: _erm_claim(m, cfg),
         ),
         Claim(
@@ -305,12 +381,22 @@ class BncSampleComplexity(Study):
             "for every N in {ns}, the sup over the policy lattice of |train - expected| mean tree size is <= the "
             "certified eps(N) at delta = {delta} in >= {coverage} of {resamples} resamples",
             lambda m, cfg: _gap_claim(m, cfg),
+            kind="identity",  # Hoeffding + union bound: holds on any cost table bounded by H (issue 32)
         ),
         Claim(
             "gap-rate",
             "the mean sup-gap shrinks like N^s with a fitted log-log slope s in [{slope_lo}, {slope_hi}] "
             "(uniform convergence: -1/2)",
             lambda m, cfg: evidence(cfg.slope_lo <= m["gap"]["slope"] <= cfg.slope_hi, slope=m["gap"]["slope"]),
+            kind="identity",  # the CLT rate of resampled means of a fixed table (issue 32)
+        ),
+        Claim(
+            "massart-certificate",
+            "generalisation through the piecewise structure: ERM over the continuous mu on the training instances' "
+            "traced staircases; the held-out tree size of its mu exceeds the training mean by less than the "
+            "data-dependent Massart eps (exact |A_S|, delta = {delta}): t over held-out instances, withheld where "
+            "eps >= H (a vacuous bound cannot fail)",
+            lambda m, cfg: _massart_claim(m, cfg),
         ),
         Claim(
             "bound-grows-with-w",
@@ -326,34 +412,53 @@ class BncSampleComplexity(Study):
 
 
 def _staircase_claim(m: dict[str, Any], cfg: Any):
+    """A deterministic check (SCIP with a fixed seed on fixed instances, no sampling): the number of violations
+    (grid solves off the traced staircase, incomplete or inconsistent traces, breakpoints beyond the sign-pattern
+    count) must be 0 (decide.exact, below 1/2)."""
     rows = m["staircase"]
     if len(rows) < cfg.staircase_instances:
         return evidence(None, note=f"only {len(rows)} pool instances had trees of >= {cfg.staircase_min_nodes} "
                         "nodes", traced=len(rows))
-    complete = all(r["complete"] and r["inconsistent"] == 0 for r in rows)
+    incomplete = sum(not (r["complete"] and r["inconsistent"] == 0) for r in rows)
     mismatches = sum(len(r["mismatches"]) for r in rows)
-    within = all(len(r["breakpoints"]) <= r["run_pieces"] - 1 < r["sign_patterns"] for r in rows)
-    return evidence(complete and mismatches == 0 and within, grid_mismatches=mismatches,
-                    pieces=[r["run_pieces"] for r in rows], breakpoints=[len(r["breakpoints"]) for r in rows],
-                    distinct_costs=[r["distinct_costs"] for r in rows],
-                    sign_patterns=[r["sign_patterns"] for r in rows], complete=complete)
+    beyond = sum(not (len(r["breakpoints"]) <= r["run_pieces"] - 1 < r["sign_patterns"]) for r in rows)
+    return decide.exact(incomplete + mismatches + beyond, below=0.5, grid_mismatches=mismatches,
+                        incomplete=incomplete, beyond_sign_patterns=beyond,
+                        pieces=[r["run_pieces"] for r in rows], breakpoints=[len(r["breakpoints"]) for r in rows],
+                        distinct_costs=[r["distinct_costs"] for r in rows],
+                        sign_patterns=[r["sign_patterns"] for r in rows])
 
 
 def _erm_claim(m: dict[str, Any], cfg: Any):
+    """Paired over held-out instances (independent draws): pure score's cost − the learned policy's, mean > 0 (t),
+    for every pure score at once (an intersection: no multiplicity correction needed)."""
     e = m["erm"]
-    scores = list(e["pure"])
-    gains = [e["pure"][s]["gain_mean"] for s in scores]
-    ps = [e["pure"][s]["gain_p"] for s in scores]
-    rejected = holm(ps, cfg.alpha)
-    numbers = {f"gain_{s}": g for s, g in zip(scores, gains)} | {f"p_{s}": p for s, p in zip(scores, ps)}
-    numbers["learned_test"] = e["learned_test"]
-    if any(e["pure"][s]["index"] == e["learned"] for s in scores):
-        return evidence(False, note="ERM picked a pure score, which cannot beat itself", **numbers)
-    if all(r and g > 0 for r, g in zip(rejected, gains)):
-        return evidence(True, **numbers)
-    if any(r and g < 0 for r, g in zip(rejected, gains)):
-        return evidence(False, note="a pure score is significantly better on held-out instances", **numbers)
-    return evidence(None, note="not significant against every pure score", **numbers)
+    cost = np.asarray(m["table"]["cost"], dtype=float)
+    test, best = np.asarray(e["test"], dtype=int), e["learned"]
+    tests = [decide.paired(cost[test, v["index"]], cost[test, best], above=0.0) for v in e["pure"].values()]
+    numbers = {f"gain_{s}": v["gain_mean"] for s, v in e["pure"].items()}
+    ev = decide.all_of(*tests, learned_test=e["learned_test"], held_out=len(test), **numbers)
+    if any(v["index"] == best for v in e["pure"].values()):
+        return ev.withheld("ERM picked a pure score, which cannot beat itself")
+    return ev
+
+
+def _massart_claim(m: dict[str, Any], cfg: Any):
+    """Units: held-out instances (independent draws; the training set and μ are fixed). Per instance, its tree
+    size under the ERM μ minus the training mean; the mean must lie below ε_Massart."""
+    ms = m.get("massart")
+    if not ms:
+        return evidence(None, note="the Massart arm is off (massart = False)")
+    diffs = [c - ms["train_mean"] for c in ms["held_out_costs"]]
+    ev = decide.mean(diffs, below=ms["eps_exact"], mu=ms["mu"], a_s=ms["a_s"], lines=ms["lines"],
+                     train_mean=ms["train_mean"], held_out_mean=ms["held_out_mean"],
+                     measured_gap=ms["held_out_mean"] - ms["train_mean"], eps_exact=ms["eps_exact"],
+                     eps_lines=ms["eps_lines"], eps_lattice=ms["eps_lattice"], cap=cfg.node_limit,
+                     traces_complete=ms["complete"])
+    if ms["eps_exact"] >= cfg.node_limit:
+        return ev.withheld(f"the Massart eps ({ms['eps_exact']:.0f}) is >= H = {cfg.node_limit}: vacuous, it cannot "
+                           "fail")
+    return ev
 
 
 def _gap_claim(m: dict[str, Any], cfg: Any):
@@ -370,8 +475,10 @@ def _gap_claim(m: dict[str, Any], cfg: Any):
 def _bound_claim(m: dict[str, Any]):
     mix, relu = m["bounds"]["classes"].values()
     grows = relu["pdim"] > mix["pdim"] and all(relu["eps"][n] > mix["eps"][n] for n in mix["eps"])
+    arm = m.get("relu") or {}
+    trained = {f"relu_erm_{k}": arm[k] for k in ("candidates", "learned_train", "learned_test") if k in arm}
     return evidence(grows, w_mixture=mix["params"], w_relu=relu["params"], pdim_mixture=mix["pdim"],
-                    pdim_relu=relu["pdim"])
+                    pdim_relu=relu["pdim"], **trained)
 
 
 # -- figure panels -------------------------------------------------------------------------------------------

@@ -17,13 +17,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from genlab.harness import Claim, Paper, RunContext, Study, by_seeds, register
+from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
 
 # ---------------------------------------------------------------------------------------------------------------
 # the model pool
@@ -42,6 +42,7 @@ class PoolConfig:
     p_neutral: float = 0.85  # < 0: the colour channel is absent on neutral OOD examples
     spurious_scale: float = 2.0
     seed: int = 0
+    ood_mix: tuple[float, float, float] = (0.6, 0.25, 0.15)  # neutral, reversed (planted), covariate
 
     def key(self) -> str:
         payload = json.dumps(asdict(self), sort_keys=True)
@@ -170,7 +171,7 @@ def build_pool(
                     log(f"model pool loaded from cache {path}")
                 return {k: f[k] for k in f.files}
     sd = spurious_digits(seed=pc.seed, pixel_noise=pc.pixel_noise, spurious_scale=pc.spurious_scale,
-                         p_neutral=None if pc.p_neutral < 0 else pc.p_neutral)
+                         p_neutral=None if pc.p_neutral < 0 else pc.p_neutral, ood_mix=tuple(pc.ood_mix))
     data = {
         "x_train": sd.x_train, "y_train": sd.y_train, "x_id": sd.x_id, "y_id": sd.y_id,
         "x_ood": sd.x_ood, "y_ood": sd.y_ood, "n_core": np.int64(sd.n_core), "n_classes": np.int64(sd.n_classes),
@@ -219,25 +220,25 @@ def _small_ks(m: Any) -> list[int]:
 
 def _claim_full(m: Any, cfg):
     rs = [s["r_full_test"] for s in _seed_rows(m)]
-    return by_seeds([r > cfg.r_on_line for r in rs], r_full_test=rs)
+    return decide.mean(rs, above=cfg.r_on_line, r_full_test=rs)
 
 
 def _claim_selected(m: Any, cfg):
     small = _small_ks(m)
     worst = [max(s["r_selected_test"][i] for i in small) for s in _seed_rows(m)]
-    return by_seeds([w < cfg.r_below_line for w in worst], max_r_selected_test_up_to_planted=worst,
-                    ks=[m["ks"][i] for i in small])
+    return decide.mean(worst, below=cfg.r_below_line, max_r_selected_test_up_to_planted=worst,
+                       ks=[m["ks"][i] for i in small])
 
 
 def _claim_random(m: Any, cfg):
     lo = [min(s["r_random_mean"]) for s in _seed_rows(m)]
-    return by_seeds([v > cfg.r_on_line for v in lo], min_mean_r_random=lo)
+    return decide.mean(lo, above=cfg.r_on_line, min_mean_r_random=lo)
 
 
 def _claim_precision(m: Any, cfg):
     small = _small_ks(m)
     enr = [min(s["precision"][i] for i in small) / m["planted_fraction"] for s in _seed_rows(m)]
-    return by_seeds([e >= cfg.min_enrichment for e in enr], min_enrichment=enr, base_rate=m["planted_fraction"])
+    return decide.mean(enr, above=cfg.min_enrichment, min_enrichment=enr, base_rate=m["planted_fraction"])
 
 
 def _null_control(cor: np.ndarray, acc: np.ndarray, fractions: list[float], groups: np.ndarray, seed: int,
@@ -273,17 +274,27 @@ def _soft_vs_exact(cor: np.ndarray, acc: np.ndarray, cfg: Any, rng: np.random.Ge
 def _claim_null(m: Any, cfg):
     nulls = [s["r_null_selected_test"] for s in _seed_rows(m)]
     if not all(nulls):
-        return by_seeds([None], note="no subset size at or below the planted fraction")
+        return evidence(None, note="no subset size at or below the planted fraction")
     lowest = [min(n) for n in nulls]
-    return by_seeds([v > cfg.r_below_line for v in lowest], min_r_null_selected_test=lowest)
+    return decide.mean(lowest, above=cfg.r_below_line, min_r_null_selected_test=lowest)
+
+
+def _claim_null_pool(m: Any, cfg):
+    """On pools trained with nothing planted (no reversed subgroup), the lowest held-out r of OODSelect's subsets
+    at the planted pool's small sizes, over pools: above r_below_line means the main claim fails there."""
+    nulls = [s.get("r_null_pool_selected_test") for s in _seed_rows(m)]
+    if not all(nulls):
+        return evidence(None, note="the null pool is off (null_pool = False) or no subset size is small enough")
+    lowest = [min(n) for n in nulls]
+    return decide.mean(lowest, above=cfg.r_below_line, min_r_null_pool_selected_test=lowest,
+                       r_full_null_pool_test=[s["r_full_null_pool_test"] for s in _seed_rows(m)])
 
 
 def _claim_beats_greedy(m: Any, cfg):
     small = _small_ks(m)
     diffs = [float(np.mean([s["r_selected_test"][i] - s["r_greedy_test"][i] for i in small])) for s in _seed_rows(m)]
-    mean = float(np.mean(diffs))
-    # informative only: held when OODSelect is at least as negative as greedy on held-out models for every seed
-    return by_seeds([d <= cfg.greedy_margin for d in diffs], mean_r_selected_minus_greedy=mean, per_seed=diffs)
+    return decide.mean(diffs, below=cfg.greedy_margin, mean_r_selected_minus_greedy=float(np.mean(diffs)),
+                       per_seed=diffs)
 
 
 @register
@@ -308,7 +319,8 @@ class OODSelectStudy(Study):
         p_neutral: float = 0.85  # P(colour = label) on neutral OOD examples; < 0: colour absent there
         spurious_scale: float = 2.0  # magnitude of the colour one-hot (larger = learned faster)
         lr: float = 1e-2  # Adam learning rate of the pool
-        pool_seeds: int = 3  # independent pools (data + models)
+        pool_seeds: int = 5  # independent pools (data + models): the units of every claim
+        null_pool: bool = True  # also train each pool's twin with nothing planted (no reversed OOD subgroup)
         split_seeds: int = 1  # model splits (and selection inits) per pool
         k_fractions: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 0.75)
         steps: int = 800
@@ -372,6 +384,12 @@ class OODSelectStudy(Study):
             "control: with every OOD example's correctness shuffled across models (nothing to find), OODSelect's "
             "subsets up to the planted size stay above r = {r_below_line} on held-out models",
             _claim_null),
+        Claim(
+            "null-pool-control",
+            "control: on a pool trained with nothing planted (the OOD set has no reversed subgroup), OODSelect's "
+            "subsets up to the planted pool's size stay above r = {r_below_line} on held-out models (the main "
+            "claim must fail there)",
+            _claim_null_pool),
     ]
 
     def run(self, cfg: OODSelectStudy.Config, ctx: RunContext) -> dict:
@@ -389,6 +407,14 @@ class OODSelectStudy(Study):
                 cache_dir=cache, log=ctx.log, device=ctx.device,
             )
             cor, acc, grp = pool["correct"].astype(np.float64), pool["id_acc"], pool["group_ood"]
+            null_pool = None
+            if cfg.null_pool:  # the same pool config and seed with nothing planted: no reversed OOD subgroup
+                neutral, _, covariate = pc.ood_mix
+                null_pool = build_pool(
+                    replace(pc, ood_mix=(neutral + pc.ood_mix[1], 0.0, covariate)),
+                    map_jobs=lambda fn, jobs: ctx.map(fn, jobs, processes=cfg.workers, desc="null pool"),
+                    cache_dir=cache, log=ctx.log, device=ctx.device,
+                )
             rev = grp == REVERSED
             n = cor.shape[1]
             # descriptive: does colour reliance (low q) trade reversed-subgroup accuracy for ID accuracy?
@@ -408,6 +434,12 @@ class OODSelectStudy(Study):
                                    lams=cfg.lams, steps=cfg.steps, n_random=1, loss="r2", greedy=False)
                 small = [f for f in cfg.k_fractions if f <= float(rev.mean()) + 1e-9]
                 null = _null_control(cor, acc, small, pool["run"], seed, cfg, ctx.rng("null", ps, ss))
+                null_sel, null_full = [], None
+                if null_pool is not None and small:
+                    nrep = run_oodselect(null_pool["correct"].astype(np.float64), null_pool["id_acc"], small,
+                                         groups=null_pool["run"], seed=seed, lrs=cfg.lrs, lams=cfg.lams,
+                                         steps=cfg.steps, n_random=1, greedy=False)
+                    null_sel, null_full = [nrep.r_selected[k]["test"] for k in nrep.ks], nrep.r_full["test"]
                 exact = _soft_vs_exact(cor[rep.split.train], acc[rep.split.train], cfg, ctx.rng("exact", ps, ss), seed)
                 te = rep.split.test
                 cis = [bootstrap_subset_r(cor[te], acc[te], s.indices, seed=seed) for s in rep.selections]
@@ -420,6 +452,8 @@ class OODSelectStudy(Study):
                     "r_selected_test": [rep.r_selected[k]["test"] for k in rep.ks],
                     "r_selected_test_ci95": [list(ci) for ci in cis],
                     "r_null_selected_test": null,
+                    "r_null_pool_selected_test": null_sel,
+                    "r_full_null_pool_test": null_full,
                     "r_selected_val": [rep.r_selected[k].get("val", float("nan")) for k in rep.ks],
                     "r_selected_train": [rep.r_selected[k]["train"] for k in rep.ks],
                     "r_greedy_test": [rep.r_greedy[k]["test"] for k in rep.ks],
