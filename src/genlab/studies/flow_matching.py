@@ -154,7 +154,7 @@ class FlowMatching(Study):
         efm_margin: float = 0.1  # EFM may be worse than the better baseline by at most this fraction of it
         nn_dist_tolerance: float = 0.05  # relative slack of "non-increasing" for the NN distance over τ
         classifier_steps: int = 1500
-        threads: int = 2  # torch threads for the ensemble (quick fits 2 cores)
+        threads: int = 1  # torch threads (2 threads spin-wait badly on a loaded machine)
 
         def validate(self) -> None:
             if self.seeds < 1 or self.steps < 1 or self.n_samples < 2 or self.collapse_replicates < 1:
@@ -177,7 +177,7 @@ class FlowMatching(Study):
         "smoke": {"n_values": (10, 100), "n_compare": 100, "efm_banks": (16,), "seeds": 1, "steps": 30,
                   "width": 32, "n_samples": 64, "euler_steps": 8, "taus": (0.0, 0.5, 1.0), "error_ts": (0.1, 0.9),
                   "error_points": 32, "gmm_dims": (2, 64), "collapse_bank": 200, "collapse_pairs": 32,
-                  "classifier_steps": 50, "n_test": 200, "collapse_replicates": 2, "threads": 1},
+                  "classifier_steps": 50, "n_test": 200, "collapse_replicates": 2},
         "quick": {},
         "full": {"dataset": "digits16", "n_values": (10, 30, 100, 300, 1000, 0), "efm_banks": (16, 128, 512, 1024),
                  "seeds": 5, "width": 512, "depth": 4, "steps": 50_000, "batch": 128, "lr": 1e-3,
