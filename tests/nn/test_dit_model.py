@@ -90,3 +90,21 @@ def test_attention_mass_inside_a_mask_known_answers():
     model.set_mask(w, (0,))  # block 0 can only attend inside the window: all its mass is there
     mass = model.attention_mass(x, t, w)
     assert torch.allclose(mass[0], torch.tensor(1.0)) and 0 < mass[1] < 1
+
+
+def test_fused_attention_path_matches_the_explicit_softmax():
+    """Training uses torch's fused attention (no weights); the explicit softmax (weights returned) is the
+    reference: same outputs and gradients up to float rounding, windowed or not."""
+    from genlab.nn.dit import Attention
+
+    torch.manual_seed(0)
+    att = Attention(members=2, dim=8, heads=2)
+    x = torch.randn(2, 3, 16, 8, requires_grad=True)
+    mask = torch.stack([window_mask((4, 4), 3), torch.ones(16, 16, dtype=torch.bool)])
+    fused, none = att(x, mask, weights=False)
+    explicit, w = att(x, mask, weights=True)
+    assert none is None and w.shape == (2, 3, 2, 16, 16)
+    torch.testing.assert_close(fused, explicit, atol=1e-6, rtol=1e-5)
+    g1 = torch.autograd.grad(fused.square().sum(), x)[0]
+    g2 = torch.autograd.grad(explicit.square().sum(), x)[0]
+    torch.testing.assert_close(g1, g2, atol=1e-5, rtol=1e-4)

@@ -5,7 +5,6 @@ import pytest
 import torch
 
 from genlab.data.modular import modular_split, modular_table, one_hot_pairs, token_sequences, vocab_size
-from genlab.harness.claims import by_seeds
 from genlab.measures.flatness import flatness_penalty, relative_flatness
 from genlab.measures.neural_collapse import ncc, neural_collapse
 from genlab.nn.mlp import MLP
@@ -22,7 +21,7 @@ from genlab.studies.grokking import (
     first_crossing,
     late_mean,
     measure,
-    onset_family,
+    onset_log_ratio,
     regularizer_lambda,
     regularizer_term,
     summarise,
@@ -84,8 +83,6 @@ def test_onset_helpers():
     assert first_crossing(steps, [0.0, 0.2, 0.3, 0.4], 0.5) is None
     assert value_at(steps, [1.0, 10.0, 100.0, 1000.0], 150) == pytest.approx(10**1.5)
     assert late_mean([100.0, 1.0, 4.0, 1.0, 1.0, 1.0, 2.0, 8.0], fraction=0.25) == pytest.approx(4.0)
-    assert by_seeds([True, True]).held is True and by_seeds([False, False]).held is False
-    assert by_seeds([True, False]).held is None and by_seeds([True, None]).held is None and by_seeds([]).held is None
 
 
 def test_summarise_finds_window_values():
@@ -108,7 +105,9 @@ def test_summarise_finds_window_values():
 
 
 def _fake_metrics(base_onsets, asc_onsets, off=1000, sup_onsets=None, ncc_up=20.0, enc_onsets=None, ncc_down=0.1,
-                  kappa_up=100.0, ctl=(0.03, 0.03)):
+                  kappa_up=100.0, ctl_onsets=None, ctl_train=1.0):
+    """Hand-made metrics: one entry per seed; seed 0 is the pilot seed (left out of claims 4-8)."""
+
     def run(onset, ncc=1.0, lo=10.0, hi=1.0, train_off=1.0, test_on=0.05):
         return {
             "onset": onset,
@@ -121,19 +120,22 @@ def _fake_metrics(base_onsets, asc_onsets, off=1000, sup_onsets=None, ncc_up=20.
             "kappa_bound_mem": 2 * lo,
             "max_test_acc_reg_on": test_on,
             "train_acc_at_off": train_off,
+            "last_step": 3000,
         }
 
     sup_onsets = sup_onsets or base_onsets
     enc_onsets = enc_onsets or base_onsets
+    ctl_onsets = ctl_onsets or [None] * len(base_onsets)
     steps = [0, 500, 999, 3000]
     series = {}
     for i in range(len(base_onsets)):
         flat = {"step": steps, "ncc": [1.0] * 4, "kappa_norm": [1.0] * 4, "kappa_bound": [1.0] * 4,
                 "reg_term": [1.0] * 4}
         series[f"modular/add/baseline/{i}"] = flat
-        series[f"modular/add/suppress/{i}"] = {**flat, "ncc": [ncc_up] * 4}
-        series[f"modular/add/encourage/{i}"] = {**flat, "ncc": [ncc_down] * 4}
-        series[f"modular/add/ascent/{i}"] = {**flat, "kappa_norm": [kappa_up] * 4, "reg_term": [-50.0] * 4}
+        series[f"modular/add/suppress/{i}"] = {**flat, "ncc": [ncc_up * (1 + i / 50)] * 4}
+        series[f"modular/add/encourage/{i}"] = {**flat, "ncc": [ncc_down * (1 + i / 50)] * 4}
+        series[f"modular/add/ascent/{i}"] = {**flat, "kappa_norm": [kappa_up * (1 + i / 50)] * 4,
+                                             "reg_term": [-50.0] * 4}
         series[f"modular/add/control/{i}"] = {**flat, "reg_term": [50.0] * 4}
     return {
         "series": series,
@@ -145,52 +147,72 @@ def _fake_metrics(base_onsets, asc_onsets, off=1000, sup_onsets=None, ncc_up=20.
             "add": {
                 "baseline": [run(o) for o in base_onsets],
                 "ascent": [run(o) for o in asc_onsets],
-                "suppress": [run(o, ncc=ncc_up) for o in sup_onsets],
+                "suppress": [run(o, ncc=ncc_up * (1 + i / 50)) for i, o in enumerate(sup_onsets)],
                 "encourage": [run(o) for o in enc_onsets],
-                "control": [run(None, train_off=ctl[0], test_on=ctl[1]) for _ in base_onsets],
+                "control": [run(o, train_off=ctl_train) for o in ctl_onsets],
             }
         },
     }
 
 
+B = [800, 850, 820, 800, 870, 810, 830, 840]  # baseline onsets of 8 seeds
+ASC = [1400, 1500, 1450, 1400, 1550, 1420, 1480, 1460]
+
+
 def test_claim_checks_decide_from_numbers():
-    b3 = [800, 850, 820]
-    assert check_ascent(_fake_metrics(b3, [1400, 1500, 1450]), CFG).held is True
-    assert check_ascent(_fake_metrics(b3, [600, 1500, 1450]), CFG).held is None  # seeds disagree
-    assert check_ascent(_fake_metrics(b3, [600, 700, 650]), CFG).held is False
-    assert check_ascent(_fake_metrics([1200, 1200, 1200], [1400, 1500, 1450]), CFG).held is None  # baseline late
-    # precondition: the ascent did not raise κ (φ-normalised) ≥ kappa_raise× → undecidable, not a silent pass
-    weak = check_ascent(_fake_metrics(b3, [1400, 1500, 1450], kappa_up=3.0), CFG)
-    assert weak.held is None and weak.numbers["kappa_norm_ratio_on"] == [3.0, 3.0, 3.0]
-    assert check_suppress(_fake_metrics(b3, b3, sup_onsets=[900, 1000, 950]), CFG).held is True
-    assert check_suppress(_fake_metrics(b3, b3, sup_onsets=[2000, 2000, 2100]), CFG).held is False
-    assert check_suppress(_fake_metrics(b3, b3, ncc_up=2.0), CFG).held is None  # collapse not suppressed
-    assert check_kappa_window(_fake_metrics([800], [0]), CFG).held is True
+    ok = check_ascent(_fake_metrics(B, ASC), CFG)
+    assert ok.held is True and ok.test.n == 7  # the pilot seed is left out
+    assert check_ascent(_fake_metrics(B, [600, 1500, 1450, 700, 1550, 650, 1480, 900]), CFG).held is None
+    assert check_ascent(_fake_metrics(B, [600, 700, 650, 620, 640, 700, 610, 690]), CFG).held is False
+    assert check_ascent(_fake_metrics([1200] * 8, ASC), CFG).held is False  # baseline onset after switch-off
+    # precondition: the ascent did not raise κ (φ-normalised) ≥ kappa_raise× → withheld, test kept
+    weak = check_ascent(_fake_metrics(B, ASC, kappa_up=3.0), CFG)
+    assert weak.held is None and weak.test is not None and "precondition" in weak.note
+    assert check_suppress(_fake_metrics(B, B, sup_onsets=[x + 60 + (i % 3) * 20 for i, x in enumerate(B)]),
+                          CFG).held is True
+    assert check_suppress(_fake_metrics(B, B, sup_onsets=[2000 + 10 * i for i in range(8)]), CFG).held is False
+    assert check_suppress(_fake_metrics(B, B, ncc_up=2.0), CFG).held is None  # collapse not suppressed
+    assert check_kappa_window(_fake_metrics(B, B), CFG).held is True
     # encouragement: decided only where NCC fell ≥ 2× at the onset; faster by > 1.5× fails
-    assert check_encourage(_fake_metrics(b3, b3, enc_onsets=[750, 800, 800]), CFG).held is True
-    assert check_encourage(_fake_metrics(b3, b3, enc_onsets=[400, 450, 400]), CFG).held is False
-    assert check_encourage(_fake_metrics(b3, b3, ncc_down=0.8), CFG).held is None
-    # control: decided where the ascent memorised without generalising and the control still memorised;
-    # held iff the control generalised (test ≥ onset threshold) while on
-    ok = check_control(_fake_metrics(b3, [1400, 1500, 1450], ctl=(1.0, 0.7)), CFG)
-    assert ok.held is True and ok.numbers["control_term_size_over_ascent_term"] == [1.0, 1.0, 1.0]
-    assert check_control(_fake_metrics(b3, [1400, 1500, 1450], ctl=(1.0, 0.03)), CFG).held is False
-    assert check_control(_fake_metrics(b3, [1400, 1500, 1450], ctl=(0.03, 0.03)), CFG).held is None  # dead control
-    m = _fake_metrics(b3, [1400, 1500, 1450], ctl=(1.0, 0.03))
-    pairs = ((500, 500), (400, 200), (300, 600))  # (ascent, control) mean gradient norms while on
+    enc = [x - 50 - (i % 2) * 20 for i, x in enumerate(B)]
+    assert check_encourage(_fake_metrics(B, B, enc_onsets=enc), CFG).held is True
+    assert check_encourage(_fake_metrics(B, B, enc_onsets=[400 + 5 * i for i in range(8)]), CFG).held is False
+    assert check_encourage(_fake_metrics(B, B, ncc_down=0.8), CFG).held is None
+    # control: the ascent must delay more than the gradient-matched control (paired on log onset ratios)
+    fast = check_control(_fake_metrics(B, ASC, ctl_onsets=[x + 20 * (i % 3) for i, x in enumerate(B)]), CFG)
+    assert fast.held is True and fast.numbers["control_term_size_over_ascent_term"] == [1.0] * 7
+    assert check_control(_fake_metrics(B, ASC, ctl_onsets=[2500] * 8), CFG).held is False  # the control delays more
+    dead = check_control(_fake_metrics(B, ASC, ctl_train=0.03), CFG)  # a control that never trained
+    assert dead.held is None and dead.test.failed == 7
+    m = _fake_metrics(B, ASC, ctl_onsets=B)
+    pairs = ((500, 500), (400, 200), (300, 600)) + ((1, 1),) * 5  # (ascent, control) mean gradient norms while on
     for a, c, (ga, gc) in zip(m["modular"]["add"]["ascent"], m["modular"]["add"]["control"], pairs):
         a["reg_grad_on_mean"], c["reg_grad_on_mean"] = ga, gc
-    assert check_control(m, CFG).numbers["control_grad_norm_over_ascent_grad_norm"] == [1.0, 0.5, 2.0]
+    assert check_control(m, CFG).numbers["control_grad_norm_over_ascent_grad_norm"][:2] == [0.5, 2.0]
 
 
-def test_onset_family_is_holm_corrected():
-    fam = onset_family(_fake_metrics([800, 850, 820], [1400, 1500, 1450], sup_onsets=[820, 900, 800]), CFG)
-    assert fam["ascent"]["mean"] == pytest.approx(np.mean(np.log([1400 / 800, 1500 / 850, 1450 / 820])))
-    for arm in fam:
-        assert fam[arm]["p_holm"] >= fam[arm]["p"] - 1e-12
-    assert fam["ascent"]["p_holm"] < 0.05 and fam["suppress"]["p_holm"] > 0.05
-    # the control never reaches the onset: counted as steps + log_every (a lower bound on its delay)
-    assert fam["control"]["log_ratios"][0] == pytest.approx(np.log(3050 / 800), abs=1e-4)
+def test_onset_log_ratio_censors_runs_without_onset():
+    m = {"steps": 3000, "log_every": 50}
+    assert onset_log_ratio({"onset": 1600}, {"onset": 800}, m) == pytest.approx(np.log(2))
+    # never reached: counted as its last step + log_every (a lower bound on its delay)
+    assert onset_log_ratio({"onset": None, "last_step": 2000}, {"onset": 800}, m) == pytest.approx(np.log(2050 / 800))
+    assert np.isnan(onset_log_ratio({"onset": 900}, {"onset": None}, m))
+
+
+def test_diverged_runs_are_failed_units_not_errors():
+    """A NaN (JSON: None) from a diverged seed makes that seed a failed unit; the check never raises."""
+    from genlab.studies.grokking import check_digits_suppress
+
+    digits = {"baseline": [{"final_test_acc": 0.95, "late_ncc": 0.05} for _ in range(6)],
+              "suppress": [{"final_test_acc": 0.945 - 0.001 * i, "late_ncc": 2.0} for i in range(6)]}
+    digits["suppress"][1] = {"final_test_acc": None, "late_ncc": None}  # diverged
+    ev = check_digits_suppress({"digits": digits}, CFG)
+    assert ev.held is True and ev.test.failed == 1 and ev.test.n == 5 and "failed" in ev.note
+    m = _fake_metrics(B, B)
+    m["modular"]["add"]["suppress"][3]["final_test_acc"] = None
+    from genlab.studies.grokking import check_suppress_accuracy
+
+    assert check_suppress_accuracy(m, CFG).test.failed == 1
 
 
 def test_kappa_share_claim_beats_a_placebo():
@@ -199,17 +221,20 @@ def test_kappa_share_claim_beats_a_placebo():
     def drop(at, width=100):  # a sharp drop of 100× around `at`
         return [100.0 if st < at - width else (1.0 if st > at + width else 10.0) for st in steps]
 
-    def metrics(kappa, loss):
-        r = {"onset": 1000, "t_mem": 100, "window": [800, 1200]}
-        s = {"step": steps, "kappa_bound": kappa, "ncc": [10.0 * 0.9**i for i in range(21)], "train_loss": loss}
-        return {"modular": {"add": {"baseline": [r, r]}}, "series": {"modular/add/baseline/0": s,
-                                                                     "modular/add/baseline/1": s}}
+    def metrics(kappa, loss, runs=6):
+        mods, series = [], {}
+        for i in range(runs):
+            lo = 800 - 20 * i  # windows differ from run to run, so the paired differences vary
+            mods.append({"onset": 1000, "t_mem": 100, "window": [lo, 1200]})
+            series[f"modular/add/baseline/{i}"] = {"step": steps, "kappa_bound": kappa, "train_loss": loss,
+                                                    "ncc": [10.0 * 0.9**j for j in range(21)]}
+        return {"modular": {"add": {"baseline": mods}}, "series": series}
 
     loglinear = [10.0 * 0.8**i for i in range(21)]
     ok = check_kappa_times_onset(metrics(drop(1000), loglinear), CFG)
-    assert ok.held is True and ok.numbers["loglinear_null_share"] == [pytest.approx(400 / 1900, abs=1e-3)] * 2
+    assert ok.held is True and ok.numbers["loglinear_null_share"][0] == pytest.approx(400 / 1900, abs=1e-3)
     # a placebo (the training loss) that drops just as sharply inside the window: κ is no more concentrated
-    assert check_kappa_times_onset(metrics(drop(1000), drop(1000)), CFG).held is None
+    assert check_kappa_times_onset(metrics(drop(1000), drop(1000)), CFG).held is not True
     # κ dropping before the window, the loss inside it: fails
     assert check_kappa_times_onset(metrics(drop(400), drop(1000)), CFG).held is False
 
@@ -217,11 +242,26 @@ def test_kappa_share_claim_beats_a_placebo():
 def test_suppression_accuracy_claim():
     from genlab.studies.grokking import check_suppress_accuracy
 
-    m = _fake_metrics([800, 850, 820], [1400, 1500, 1450])
+    m = _fake_metrics(B, ASC)
+    for i, r in enumerate(m["modular"]["add"]["suppress"]):
+        r["final_test_acc"] = 0.97 - 0.002 * (i % 3)
     assert check_suppress_accuracy(m, CFG).held is True
     for r in m["modular"]["add"]["suppress"][1:]:
-        r["final_test_acc"] = 0.1  # training died late
-    assert check_suppress_accuracy(m, CFG).held is None
+        r["final_test_acc"] = 0.1 + 0.01 * len(r)  # training died late
+    assert check_suppress_accuracy(m, CFG).held is False
+
+
+def test_bounded_suppression_term_saturates():
+    torch.manual_seed(0)
+    feats = torch.randn(12, 5, requires_grad=True)
+    w = torch.randn(3, 5)
+    y = torch.arange(12) % 3
+    value = ncc(feats, y, 3)
+    capped = regularizer_term(Regime(steps=1, lr=1.0, reg="suppress", ncc_cap=3.0), feats, w, feats @ w.T, y, 3)
+    assert float(capped.detach()) == pytest.approx(-3.0 * float(torch.tanh(value.detach() / 3.0)), rel=1e-6)
+    assert float(capped.detach()) > -3.0  # bounded below: it cannot run away however large NCC gets
+    huge = regularizer_term(Regime(steps=1, lr=1.0, reg="suppress", ncc_cap=0.01), feats * 1e3, w, feats @ w.T, y, 3)
+    assert float(huge.detach()) >= -0.01 - 1e-9
 
 
 def test_lambda_schedule_and_terms():
@@ -337,7 +377,8 @@ def test_control_is_gradient_matched_to_the_ascent_in_training():
 def test_config_validation():
     full = Grokking.config("full")
     assert full.model == "transformer" and full.p == 97 and "div" in full.ops
-    assert Grokking.config("smoke").seeds == 1 and Grokking.config("quick").seeds >= 3
+    quick = Grokking.config("quick")
+    assert Grokking.config("smoke").seeds == 1 and quick.seeds - len(quick.pilot_seeds) >= 5
     with pytest.raises(ValueError, match="ops"):
         Grokking.config("quick", {"ops": ("pow",)})
     with pytest.raises(ValueError, match="ascent_off"):
@@ -347,5 +388,6 @@ def test_config_validation():
 def test_shortened_arms_must_outlast_the_switch_off():
     with pytest.raises(ValueError, match="control_steps"):
         Grokking.config("quick", {"control_steps": 900})
+    assert Grokking.config("quick").control_steps == 0  # the control's onset is compared with the ascent's
     full = Grokking.config("full")
     assert full.encourage_steps == 0 and full.control_steps == 0  # the transformer runs every arm in full

@@ -90,8 +90,9 @@ def _elin(lin: EnsembleLinear, x: torch.Tensor) -> torch.Tensor:
 
 
 class Attention(nn.Module):
-    """Multi-head self-attention with an explicit softmax (so weights can be returned) and a bool mask
-    (E, T, T) per ensemble member."""
+    """Multi-head self-attention with a bool mask (E, T, T) per ensemble member: an explicit softmax when the
+    weights are asked for, else torch's fused ``scaled_dot_product_attention`` (same result up to float rounding,
+    ~2x faster on CPU with its backward)."""
 
     def __init__(self, members: int, dim: int, heads: int):
         super().__init__()
@@ -101,9 +102,16 @@ class Attention(nn.Module):
         self.qkv = _lin(members, dim, 3 * dim)
         self.proj = _lin(members, dim, dim)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, weights: bool = True
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
         e, b, t, d = x.shape
         q, k, v = _elin(self.qkv, x).reshape(e, b, t, 3, self.heads, d // self.heads).permute(3, 0, 1, 4, 2, 5)
+        if not weights:
+            h = self.heads
+            full = mask[:, None, None].expand(e, b, 1, t, t).reshape(e * b, 1, t, t)
+            out = nn.functional.scaled_dot_product_attention(
+                q.reshape(e * b, h, t, -1), k.reshape(e * b, h, t, -1), v.reshape(e * b, h, t, -1), attn_mask=full)
+            return _elin(self.proj, out.reshape(e, b, h, t, -1).transpose(2, 3).reshape(e, b, t, d)), None
         scores = (q @ k.transpose(-1, -2)) / math.sqrt(d // self.heads)  # (E, B, H, T, T)
         attn = torch.softmax(scores.masked_fill(~mask[:, None, None], -torch.inf), dim=-1)
         out = (attn @ v).transpose(2, 3).reshape(e, b, t, d)
@@ -126,10 +134,11 @@ class DiTBlock(nn.Module):
         self.ada = _lin(members, dim, 6 * dim, zero=True)
         self.register_buffer("mask", torch.ones(members, tokens, tokens, dtype=torch.bool))
 
-    def forward(self, x: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, c: torch.Tensor, weights: bool = True
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
         s1, sc1, g1, s2, sc2, g2 = _elin(self.ada, nn.functional.silu(c)).chunk(6, dim=-1)
         h = _modulate(nn.functional.layer_norm(x, (self.dim,), eps=1e-6), s1, sc1)
-        a, attn = self.attn(h, self.mask)
+        a, attn = self.attn(h, self.mask, weights)
         x = x + g1[:, :, None] * a
         h = _modulate(nn.functional.layer_norm(x, (self.dim,), eps=1e-6), s2, sc2)
         h = _elin(self.fc2, nn.functional.gelu(_elin(self.fc1, h), approximate="tanh"))
@@ -214,7 +223,8 @@ class DiT(nn.Module):
         img = x.reshape(e, b, self.c, gh, self.ph, gw, self.pw)
         return img.permute(0, 1, 3, 5, 2, 4, 6).reshape(e, b, gh * gw, self.c * self.ph * self.pw)
 
-    def _forward(self, x: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    def _forward(self, x: torch.Tensor, t: torch.Tensor, weights: bool = True
+                 ) -> tuple[torch.Tensor, list[torch.Tensor]]:
         single = x.ndim == 2
         if single:
             if self.members != 1:
@@ -225,8 +235,9 @@ class DiT(nn.Module):
         cond = _elin(self.t2, nn.functional.silu(_elin(self.t1, self.temb(t.reshape(-1)).reshape(e, b, -1))))
         attns = []
         for blk in self.blocks:
-            z, a = blk(z, cond)
-            attns.append(a[0] if single else a)
+            z, a = blk(z, cond, weights)
+            if a is not None:
+                attns.append(a[0] if single else a)
         shift, scale = _elin(self.final_ada, nn.functional.silu(cond)).chunk(2, dim=-1)
         y = _elin(self.out, _modulate(nn.functional.layer_norm(z, (self.dim,), eps=1e-6), shift, scale))
         gh, gw = self.grid
@@ -234,7 +245,7 @@ class DiT(nn.Module):
         return (y[0] if single else y), attns
 
     def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-        return self._forward(x, t)[0]
+        return self._forward(x, t, weights=False)[0]
 
     def member(self, i: int) -> VelocityFn:
         """No-grad velocity function of member ``i`` on flat batches (B, D), t (B,) (evaluates every member on
