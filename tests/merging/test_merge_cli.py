@@ -58,8 +58,8 @@ def test_cli_merges_and_prints_a_summary(setup):
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda c, t: {**c, "slices": [{"sources": []}]}, "mergekit key 'slices' is not supported"),
-        (lambda c, t: {**c, "merge_method": "model_stock"}, "does not implement"),
+        (lambda c, t: {**c, "modules": {}}, "mergekit key 'modules' is not supported"),
+        (lambda c, t: {**c, "merge_method": "ram"}, "does not implement"),
         (lambda c, t: {**c, "parameters": {"rescale": 2}}, "expected true or false"),
         (lambda c, t: {**c, "base_model": str(t / "missing")}, "no such file or folder"),
         (lambda c, t: {**c, "base_model": str(_folder(t / "small", 3, shape=(5, 4)))}, "different shapes"),

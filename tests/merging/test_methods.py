@@ -31,8 +31,16 @@ def test_identical_experts_return_that_expert(name, dtype):
     base, expert = _randn(40, 30, seed=1, dtype=dtype), _randn(40, 30, seed=2, dtype=dtype)
     k = 3
     tol = 1e-6 if dtype == torch.float32 else 2e-2
-    if name == "linear":
-        got = merge_tensor(name, [expert] * k, None, [{"weight": 0.7}] * k)
+    if name in ("linear", "karcher", "passthrough"):  # no base: k copies (one for passthrough)
+        n = 1 if name == "passthrough" else k
+        got = merge_tensor(name, [expert] * n, None, [{"weight": 0.7}] * n)
+        assert torch.allclose(got.float(), expert.float(), atol=tol, rtol=tol)
+        return
+    if name in ("slerp", "nuslerp"):  # base + one expert at t = 1; two copies of the expert
+        inputs, per, shared = [base, expert, expert], [{}, {"weight": 0.3}, {"weight": 0.7}], {}
+        if name == "slerp":
+            inputs, shared = [base, expert], {"t": 1.0}
+        got = merge_tensor(name, inputs, 0, per[: len(inputs)], shared)
         assert torch.allclose(got.float(), expert.float(), atol=tol, rtol=tol)
         return
     per = [{}] + [{"weight": 1.0 / k, "density": 1.0}] * k
@@ -135,6 +143,6 @@ def test_unknown_and_mergekit_only_methods_are_clear_errors():
     from genlab.merging import MergeConfigError
 
     with pytest.raises(MergeConfigError, match="does not implement"):
-        get_method("slerp")
+        get_method("arcee_fusion")
     with pytest.raises(MergeConfigError, match="unknown merge_method"):
         get_method("tie")

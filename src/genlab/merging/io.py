@@ -81,7 +81,7 @@ def merge_to_folder(
     sources = open_inputs(cfg, mmap)
     plan = plan_merge(cfg, sources)
     _check_tokenizers(cfg)
-    side = _side_files(cfg, copy_tokenizer)
+    side = _side_files(cfg, copy_tokenizer, plan.n_layers)
     shards = plan_shards([j.out for j in plan.jobs], max_shard_bytes)
     with atomic_dir(out, force) as tmp:
         writer = ShardedWriter(tmp, shards)
@@ -144,7 +144,7 @@ def _tokenizer_bytes(folder: Path) -> dict[str, bytes]:
     return {n: (folder / n).read_bytes() for n in names if (folder / n).exists()}
 
 
-def _side_files(cfg: MergeConfig, copy_tokenizer: bool) -> dict[str, str | Path]:
+def _side_files(cfg: MergeConfig, copy_tokenizer: bool, n_layers: int | None = None) -> dict[str, str | Path]:
     """Files written next to the weights: text to write, or a path to copy (read before the output exists)."""
     files: dict[str, str | Path] = {}
     if cfg.text:
@@ -153,13 +153,16 @@ def _side_files(cfg: MergeConfig, copy_tokenizer: bool) -> dict[str, str | Path]
     if donor is None:
         return files
     if (donor / "config.json").exists():
-        files["config.json"] = json.dumps(_out_model_config(cfg, donor), indent=2) + "\n"
+        files["config.json"] = json.dumps(_out_model_config(cfg, donor, n_layers), indent=2) + "\n"
     if (copy_tokenizer or cfg.tokenizer_source) and _has_tokenizer(donor):
         files.update({name: donor / name for name in TOKENIZER_FILES if (donor / name).exists()})
     return files
 
 
-def _out_model_config(cfg: MergeConfig, donor: Path) -> dict:
+LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+
+
+def _out_model_config(cfg: MergeConfig, donor: Path, n_layers: int | None = None) -> dict:
     try:
         model_cfg = json.loads((donor / "config.json").read_text())
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -170,4 +173,9 @@ def _out_model_config(cfg: MergeConfig, donor: Path) -> dict:
         keys = [k for k in ("torch_dtype", "dtype") if k in model_cfg] or ["torch_dtype"]
         for k in keys:
             model_cfg[k] = name
+    if n_layers is not None and isinstance(model_cfg, dict):  # slices: the stacked model's depth
+        key = next((k for k in LAYER_COUNT_KEYS if k in model_cfg), None)
+        if key is None:
+            raise CheckpointError(f"{donor / 'config.json'}: no layer count ({', '.join(LAYER_COUNT_KEYS)}) to set")
+        model_cfg[key] = n_layers
     return model_cfg
