@@ -278,6 +278,12 @@ def _resolve_parameters(
         values = {p.name: resolve_param(p, scopes[k], read, t, where) for p in method.model_params}
         _check_della(method.name, values, where)
         per_model.append(values)
+    if method.name == "linear" and shared["normalize"] and sum(p["weight"] for p in per_model) == 0:
+        weights = ", ".join(f"{p['weight']:g}" for p in per_model)
+        raise MergeConfigError(
+            f"tensor {name!r}: linear with normalize divides by the sum of the weights ({weights}), which is 0; "
+            "give weights that do not cancel, or normalize: false"
+        )
     return shared, tuple(per_model)
 
 

@@ -8,6 +8,7 @@ generation files when present (the files mergekit copies), and the configuration
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from pathlib import Path
 from genlab.merging.checkpoint import SafetensorsSource, Source
 from genlab.merging.config import MergeConfig, load_config
 from genlab.merging.engine import MergePlan, plan_merge, run_plan
-from genlab.merging.errors import CheckpointError
+from genlab.merging.errors import CheckpointError, MergeError
 from genlab.merging.writer import DEFAULT_SHARD_BYTES, ShardedWriter, atomic_dir, plan_shards
 
 # mergekit's list (merge.py, _copy_tokenizer): copied from the donor model when it has a tokenizer.
@@ -78,6 +79,7 @@ def merge_to_folder(
     merging removes the partial output, so ``out`` either holds a complete merge or is left as it was."""
     start = time.perf_counter()
     cfg = config if isinstance(config, MergeConfig) else load_config(config)
+    check_out_apart(out, [m.path for m in cfg.inputs])
     sources = open_inputs(cfg, mmap)
     plan = plan_merge(cfg, sources)
     _check_tokenizers(cfg)
@@ -102,6 +104,16 @@ def merge_to_folder(
                 (tmp / name).write_text(content)
     return MergeSummary(Path(out), cfg.method.name, len(plan.jobs), plan.nbytes, len(shards),
                         time.perf_counter() - start, _order_names(plan))  # fmt: skip
+
+
+def check_out_apart(out: str | Path, inputs: list[Path]) -> None:
+    """Refuse an output folder that is an input, holds one or lies inside one (``--force`` would delete it)."""
+    o = Path(os.path.realpath(out))
+    for p in inputs:
+        q = Path(os.path.realpath(p))
+        if o == q or o in q.parents or (q.is_dir() and q in o.parents):
+            what = "is" if o == q else ("contains" if o in q.parents else "is inside")
+            raise MergeError(f"the output {out} {what} the input {p}; choose another --out")
 
 
 def _order_names(plan: MergePlan) -> list[str] | None:
