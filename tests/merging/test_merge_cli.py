@@ -189,3 +189,17 @@ def test_symlinked_out_stays_a_link_to_the_new_merge(setup):
     assert res.exit_code == 0, res.output
     assert link.is_symlink() and (real / "model.safetensors").exists() and not (real / "stale.txt").exists()
     assert not list(tmp_path.glob(".*.old")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_progress_is_a_plain_line_when_piped(setup):
+    tmp_path, cfg = setup
+    res = _invoke(tmp_path, cfg)  # CliRunner's stderr is not a terminal
+    assert res.exit_code == 0, res.output
+    assert "merged 2/2 tensors, ETA 0 s" in res.stderr
+
+
+def test_threshold_trim_from_the_cli(setup):
+    tmp_path, cfg = setup
+    assert _invoke(tmp_path, cfg, "--trim", "threshold", "--quiet").exit_code == 0
+    res = _invoke(tmp_path, cfg, "--trim", "sorted", "--force")
+    _one_line_exit_2(res, "choose one of mergekit, threshold")

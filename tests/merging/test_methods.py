@@ -146,3 +146,31 @@ def test_unknown_and_mergekit_only_methods_are_clear_errors():
         get_method("arcee_fusion")
     with pytest.raises(MergeConfigError, match="unknown merge_method"):
         get_method("tie")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
+def test_threshold_trim_keeps_the_top_k_and_differs_from_argsort_only_at_ties(dtype):
+    from genlab.merging.sparsify import magnitude, top_k_mask
+
+    x = (_randn(300, 211, seed=8) * 0.01).to(dtype)
+    for density in (0.001, 0.3, 0.5, 0.99):
+        k = max(1, int(density * x.numel()))
+        mask = top_k_mask(x, k)
+        a = x.abs().double()
+        kth = a.reshape(-1).sort(descending=True).values[k - 1]
+        assert int(mask.sum()) == k and bool((a[mask] >= kth).all()) and bool((a[~mask] <= kth).all())
+        ours, theirs = magnitude(x, density, trim="threshold"), magnitude(x, density)
+        differ = ours != theirs
+        assert bool((a[differ] == kth).all())  # only entries tied at the k-th magnitude
+        if dtype in (torch.float32, torch.float64) and int((a == kth).sum()) == 1:
+            assert torch.equal(ours, theirs)
+
+
+def test_threshold_trim_gives_mergekit_bits_without_ties():
+    """Distinct magnitudes: the sort-free TIES is the argsort TIES, bit for bit."""
+    base = _randn(64, 48, seed=9)
+    experts = [base + _randn(64, 48, seed=s) * 0.1 for s in (10, 11)]
+    per = [{}, {"weight": 0.6, "density": 0.4}, {"weight": 0.9, "density": 0.7}]
+    exact = merge_tensor("ties", [base, *experts], 0, per)
+    fast = merge_tensor("ties", [base, *experts], 0, per, trim="threshold")
+    assert torch.equal(exact, fast)

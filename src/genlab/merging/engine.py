@@ -25,6 +25,7 @@ from genlab.merging.config import MergeConfig, ModelEntry, parse_config, resolve
 from genlab.merging.curriculum import ConflictMeter, curriculum_order, progressive_merge_tensor, schedule_alphas
 from genlab.merging.errors import CheckpointError, MergeConfigError
 from genlab.merging.methods import get_method, merge_tensor
+from genlab.merging.sparsify import TRIMS
 
 _LAYER = re.compile(r"\.(\d+)\.")
 
@@ -340,14 +341,19 @@ def _load(source: Source, name: str, dtype: torch.dtype) -> torch.Tensor:
     return x if x.dtype == dtype else x.to(dtype)
 
 
-def run_plan(plan: MergePlan, sources: Sequence[Source], seed: int | None = 0) -> Iterator[tuple[str, torch.Tensor]]:
-    """Yield ``(name, merged tensor)`` in plan order, loading each input tensor only when it is needed."""
+def run_plan(
+    plan: MergePlan, sources: Sequence[Source], seed: int | None = 0, trim: str = "mergekit"
+) -> Iterator[tuple[str, torch.Tensor]]:
+    """Yield ``(name, merged tensor)`` in plan order, loading each input tensor only when it is needed.
+    ``trim``: TIES's ranking, ``mergekit`` (bit-identical) or ``threshold`` (see genlab.merging.sparsify)."""
+    if trim not in TRIMS:
+        raise MergeConfigError(f"trim {trim!r}: choose one of {', '.join(TRIMS)}")
     generator = None
     if plan.config.method.random or plan.config.method.name == "cmm":
         generator = torch.Generator()
         generator.manual_seed(0 if seed is None else int(seed))
     for job in plan.jobs:
-        result = _copy(plan.config, sources, job) if job.copy else _merge(plan, sources, job, generator)
+        result = _copy(plan.config, sources, job) if job.copy else _merge(plan, sources, job, generator, trim)
         if result.dtype != job.out.dtype:
             result = result.to(job.out.dtype)
         yield job.name, result
@@ -364,7 +370,7 @@ def _copy(config: MergeConfig, sources: Sequence[Source], job: TensorJob) -> tor
 
 
 def _merge(
-    plan: MergePlan, sources: Sequence[Source], job: TensorJob, generator: torch.Generator | None
+    plan: MergePlan, sources: Sequence[Source], job: TensorJob, generator: torch.Generator | None, trim: str
 ) -> torch.Tensor:
     method = plan.config.method
 
@@ -373,7 +379,7 @@ def _merge(
 
     if method.name != "cmm":
         loaders = [lambda k=k: load(k) for k in range(len(job.models))]
-        return merge_tensor(method, loaders, job.base, job.per_model, job.shared, generator)
+        return merge_tensor(method, loaders, job.base, job.per_model, job.shared, generator, trim=trim)
     # cmm (models form: job positions are config.inputs indices): progressive merging in curriculum order
     cfg_experts = [i for i, m in enumerate(plan.config.inputs) if not m.is_base]
     order = [cfg_experts[k] for k in plan.order]

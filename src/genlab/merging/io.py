@@ -71,12 +71,15 @@ def merge_to_folder(
     copy_tokenizer: bool = True,
     force: bool = False,
     mmap: bool = False,
-    on_tensor: Callable[[str], None] | None = None,
+    on_tensor: Callable[[str, int, int], None] | None = None,
+    trim: str = "mergekit",
 ) -> MergeSummary:
     """Merge the checkpoints a configuration names into the folder ``out`` (see the module docstring).
 
     Everything that can be checked from the headers is checked before the output is created; an error while
-    merging removes the partial output, so ``out`` either holds a complete merge or is left as it was."""
+    merging removes the partial output, so ``out`` either holds a complete merge or is left as it was.
+    ``on_tensor(name, done, total)`` is called after each tensor is written; ``trim``: TIES's ranking
+    (``mergekit``: bit-identical; ``threshold``: no sort, see genlab.merging.sparsify.magnitude)."""
     start = time.perf_counter()
     cfg = config if isinstance(config, MergeConfig) else load_config(config)
     check_out_apart(out, [m.path for m in cfg.inputs])
@@ -88,10 +91,10 @@ def merge_to_folder(
     with atomic_dir(out, force) as tmp:
         writer = ShardedWriter(tmp, shards)
         try:
-            for name, tensor in run_plan(plan, sources, seed):
+            for done, (name, tensor) in enumerate(run_plan(plan, sources, seed, trim), 1):
                 writer.write(name, tensor)
                 if on_tensor is not None:
-                    on_tensor(name)
+                    on_tensor(name, done, len(plan.jobs))
             writer.finish()
         finally:
             writer.abort()

@@ -352,10 +352,13 @@ def gta_merge(
     gamma: Sequence[float] | None = None,
     epsilon: Sequence[float] | None = None,
     generator: torch.Generator | None = None,
+    trim: str = "mergekit",
 ) -> torch.Tensor:
     """One tensor of a generalized task-arithmetic merge. ``experts`` may be a generator that loads each
-    expert tensor when asked (only one is held at a time); every tensor must already be in the merge dtype.
-    ``consensus`` overrides the method's sign election (``"sum"``, ``"count"``, or ``"none"``)."""
+    expert tensor when asked; every tensor must already be in the merge dtype. ``consensus`` overrides the
+    method's sign election (``"sum"``, ``"count"``, or ``"none"``); ``trim`` is TIES's ranking (see
+    :func:`genlab.merging.sparsify.magnitude`). A deterministic sparsification of large tensors runs on two
+    threads, one expert each (at most two expert tensors are held); random ones draw in expert order."""
     normalize = method.param("normalize").default if normalize is None else normalize
     rescale = method.param("rescale").default if rescale is None else rescale
     consensus = method.consensus if consensus is None else (None if consensus == "none" else consensus)
@@ -363,8 +366,8 @@ def gta_merge(
     if n_experts == 0:
         return base
     deltas = base.new_empty((n_experts, *base.shape))
-    count = 0
-    for i, expert in enumerate(experts):
+
+    def task_vector(i: int, expert: torch.Tensor, out: torch.Tensor = deltas) -> None:
         delta = expert - base
         del expert
         if method.sparsification:
@@ -376,10 +379,27 @@ def gta_merge(
                 generator,
                 gamma=gamma[i] if gamma else 0.01,
                 epsilon=epsilon[i] if epsilon else 0.15,
+                trim=trim,
             )
-        deltas[i] = delta
-        del delta
-        count += 1
+        out[i] = delta
+
+    count = 0
+    parallel = method.sparsification in ("magnitude", "magnitude_outliers") and n_experts > 1
+    if parallel and base.numel() >= PARALLEL_MIN:
+        pending = []
+        for i, expert in enumerate(experts):
+            if len(pending) >= 2:
+                pending.pop(0).result()
+            pending.append(_pool().submit(task_vector, i, expert))
+            del expert
+            count += 1
+        for f in pending:
+            f.result()
+    else:
+        for i, expert in enumerate(experts):
+            task_vector(i, expert)
+            del expert
+            count += 1
     if count != n_experts:
         raise ValueError(f"expected {n_experts} expert tensors, got {count}")
     weights = torch.tensor(list(weight), dtype=deltas.dtype, device=deltas.device)
@@ -401,6 +421,19 @@ def gta_merge(
     if lam != 1:
         mixed *= lam
     return (base + mixed).to(base.dtype)
+
+
+PARALLEL_MIN = 1 << 16  # elements: smaller tensors are not worth a thread hop
+_POOL = None
+
+
+def _pool():
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="genlab-merge")
+    return _POOL
 
 
 def linear_merge(tensors: Iterable[torch.Tensor], weight: Sequence[float], normalize: bool = True) -> torch.Tensor:
@@ -470,6 +503,7 @@ def merge_tensor(
     shared: Mapping[str, Any] | None = None,
     generator: torch.Generator | None = None,
     consensus: str | None = None,
+    trim: str = "mergekit",
 ) -> torch.Tensor:
     """Merge one tensor with any method but ``cmm``. ``tensors`` are the inputs (or zero-argument loaders) in
     model order, ``base_index`` which one is the base (None when there is none, or for a method that does not
@@ -536,4 +570,5 @@ def merge_tensor(
         gamma=column("gamma", 0.01),
         epsilon=column("epsilon", 0.15),
         generator=generator,
+        trim=trim,
     )
