@@ -203,3 +203,22 @@ def test_threshold_trim_from_the_cli(setup):
     assert _invoke(tmp_path, cfg, "--trim", "threshold", "--quiet").exit_code == 0
     res = _invoke(tmp_path, cfg, "--trim", "sorted", "--force")
     _one_line_exit_2(res, "choose one of mergekit, threshold")
+
+
+def test_model_card_tokenizer_source_and_chat_template(setup):
+    tmp_path, cfg = setup
+    tok = {"tokenizer_config.json": json.dumps({"chat_template": "{{ old }}", "model_max_length": 8}),
+           "tokenizer.json": '{"version": "1.0"}'}  # fmt: skip
+    for name in ("base", "a", "b"):
+        for f, text in tok.items():
+            (tmp_path / name / f).write_text(text)
+    cfg = {**cfg, "tokenizer_source": f"model:{cfg['models'][0]['model']}", "chat_template": "{{ messages }}"}
+    res = _invoke(tmp_path, cfg, "--quiet")
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "out"
+    card = (out / "README.md").read_text()
+    assert "[TIES](https://arxiv.org/abs/2306.01708) merge method using" in card and "merge_method: ties" in card
+    assert (out / "chat_template.jinja").read_text() == "{{ messages }}"
+    assert "chat_template" not in json.loads((out / "tokenizer_config.json").read_text())
+    (tmp_path / "b" / "tokenizer.json").write_text('{"version": "2.0"}')
+    _one_line_exit_2(_invoke(tmp_path, {**cfg, "tokenizer_source": "union"}, "--force"), "does not remap")

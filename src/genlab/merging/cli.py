@@ -41,6 +41,10 @@ def merge_command(
     copy_tokenizer: Annotated[
         bool, typer.Option("--copy-tokenizer/--no-copy-tokenizer", help="Copy the base model's tokenizer files.")
     ] = True,
+    write_model_card: Annotated[
+        bool,
+        typer.Option("--write-model-card/--no-write-model-card", help="Write README.md describing the merge."),
+    ] = True,
     force: Annotated[bool, typer.Option("--force", help="Replace a non-empty output folder.")] = False,
     mmap: Annotated[bool, typer.Option("--mmap", help="Read inputs through safetensors' memory map.")] = False,
     trim: Annotated[
@@ -61,8 +65,9 @@ def merge_command(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             summary = _run(
-                config, out, random_seed, parse_size(out_shard_size), copy_tokenizer, force, mmap, quiet, trim
-            )
+                config, out, random_seed, parse_size(out_shard_size), copy_tokenizer, force, mmap, quiet, trim,
+                write_model_card,
+            )  # fmt: skip
         for w in caught:
             print(f"warning: {w.message}", file=sys.stderr)
     except (MergeError, ValueError) as exc:
@@ -89,6 +94,7 @@ def _run(
     mmap: bool,
     quiet: bool,
     trim: str,
+    card: bool = True,
 ):
     from genlab.merging.config import load_config
     from genlab.merging.io import merge_to_folder
@@ -96,9 +102,9 @@ def _run(
     cfg = load_config(config)
     args = (cfg, out, seed, shard_bytes, copy_tokenizer, force, mmap)
     if quiet:
-        return merge_to_folder(*args, trim=trim)
+        return merge_to_folder(*args, trim=trim, write_model_card=card)
     if not sys.stderr.isatty():
-        return merge_to_folder(*args, on_tensor=PlainProgress(), trim=trim)
+        return merge_to_folder(*args, on_tensor=PlainProgress(), trim=trim, write_model_card=card)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     columns = (TextColumn("merging"), BarColumn(), MofNCompleteColumn(), TextColumn("tensors, ETA"),
@@ -109,7 +115,7 @@ def _run(
         def advance(_name: str, done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        return merge_to_folder(*args, on_tensor=advance, trim=trim)
+        return merge_to_folder(*args, on_tensor=advance, trim=trim, write_model_card=card)
 
 
 class PlainProgress:
