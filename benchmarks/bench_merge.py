@@ -166,7 +166,7 @@ def main() -> None:
     print(f"inputs: {len(names)} checkpoints, {total / 1e9:.2f} GB (bf16, sharded); work dir {work}")
     idle = timed([sys.executable, "-c", "import torch, safetensors"], env)
     print(f"python + torch import alone: peak RSS {idle['rss_mb']:.0f} MB, {idle['cpu']:.1f} s CPU")
-    print(f"{'method':>16} {'tool':>18} {'wall s':>8} {'cpu s':>8} {'peak RSS MB':>12} {'GB/s':>6} {'x floor':>8}")
+    print(f"{'method':>16} {'tool':>22} {'wall s':>8} {'cpu s':>8} {'peak RSS MB':>12} {'GB/s':>6} {'x floor':>8}")
     floor_cmd = [sys.executable, str(Path(__file__).resolve()), "--floor", str(work / "out_floor")]
     floor_cmd += [str(work / n) for n in names]
     for method in args.methods.split(","):
@@ -200,20 +200,20 @@ def main() -> None:
             results[tool] = r = timed(cmd, env)
             speed = total / 1e9 / r["wall"]
             ratio = r["wall"] / results["floor"]["wall"]
-            print(f"{method:>16} {tool:>18} {r['wall']:>8.1f} {r['cpu']:>8.1f} {r['rss_mb']:>12.0f} {speed:>6.3f} "
+            print(f"{method:>16} {tool:>22} {r['wall']:>8.1f} {r['cpu']:>8.1f} {r['rss_mb']:>12.0f} {speed:>6.3f} "
                   f"{ratio:>7.1f}x")  # fmt: skip
         if "mergekit" in results:
             g, m = results["genlab"], results["mergekit"]
             theirs = read_all(work / f"out_mergekit_{method}")
             ours = read_all(work / f"out_genlab_{method}")
             same = set(ours) == set(theirs) and all(torch.equal(ours[k], theirs[k]) for k in theirs)
-            print(f"{method:>16} {'mergekit / genlab':>18} {m['wall'] / g['wall']:>7.1f}x {m['cpu'] / g['cpu']:>7.1f}x "
+            print(f"{method:>16} {'mergekit / genlab':>22} {m['wall'] / g['wall']:>7.1f}x {m['cpu'] / g['cpu']:>7.1f}x "
                   f"{m['rss_mb'] / g['rss_mb']:>11.1f}x   outputs identical: {same}")  # fmt: skip
             if "genlab --trim threshold" in results:
                 fast = read_all(work / f"out_genlab_fast_{method}")
                 n_diff = sum(int((fast[k] != theirs[k]).sum()) for k in theirs)
                 n_all = sum(t.numel() for t in theirs.values())
-                print(f"{method:>16} {'--trim threshold':>18} entries differing from mergekit: {n_diff} of {n_all} "
+                print(f"{method:>16} {'--trim threshold':>22} entries differing from mergekit: {n_diff} of {n_all} "
                       f"({n_diff / n_all:.2e}; ties at the k-th magnitude)")  # fmt: skip
     if args.keep is None:
         shutil.rmtree(work, ignore_errors=True)

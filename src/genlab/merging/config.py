@@ -34,6 +34,7 @@ import torch
 
 from genlab.merging.errors import MergeConfigError
 from genlab.merging.methods import Method, Param, get_method
+from genlab.merging.schema import check_shape
 
 TOP_KEYS = (
     "merge_method", "base_model", "models", "slices", "parameters", "dtype", "out_dtype", "tokenizer_source",
@@ -136,6 +137,8 @@ def parse_config(data: Any, base_dir: str | Path | None = None, text: str = "") 
     for key in data:
         if key in MERGEKIT_ONLY_KEYS:
             raise MergeConfigError(f"mergekit key {key!r} is not supported by genlab merge (use 'models' or 'slices')")
+    check_shape(data)  # keys and kinds of values at every level (pydantic); parameters are checked below
+    for key in data:
         if key not in TOP_KEYS:
             raise MergeConfigError(f"unknown key {key!r}{_did_you_mean(key, TOP_KEYS)}; genlab merge reads "
                                    f"{', '.join(TOP_KEYS)}")  # fmt: skip
