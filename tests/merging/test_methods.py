@@ -148,10 +148,13 @@ def test_unknown_and_mergekit_only_methods_are_clear_errors():
         get_method("tie")
 
 
+@pytest.mark.parametrize("chunk", [1 << 22, 997])  # one chunk, and many (a prime size: a ragged last chunk)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
-def test_threshold_trim_keeps_the_top_k_and_differs_from_argsort_only_at_ties(dtype):
+def test_threshold_trim_keeps_the_top_k_and_differs_from_argsort_only_at_ties(dtype, chunk, monkeypatch):
+    from genlab.merging import sparsify
     from genlab.merging.sparsify import magnitude, top_k_mask
 
+    monkeypatch.setattr(sparsify, "CHUNK", chunk)
     x = (_randn(300, 211, seed=8) * 0.01).to(dtype)
     for density in (0.001, 0.3, 0.5, 0.99):
         k = max(1, int(density * x.numel()))

@@ -76,8 +76,10 @@ def top_k_mask(tensor: torch.Tensor, k: int) -> torch.Tensor:
     bits = torch.iinfo(ints).bits - 1  # magnitude bits (the sign bit cleared)
     sign_off = (1 << bits) - 1
 
+    whole = flat.view(ints).bitwise_and(sign_off) if n <= CHUNK else None  # one chunk: compute the keys once
+
     def keys(s: int, e: int) -> torch.Tensor:
-        return flat[s:e].view(ints).bitwise_and(sign_off)
+        return whole if whole is not None else flat[s:e].view(ints).bitwise_and(sign_off)
 
     spans = [(s, min(s + CHUNK, n)) for s in range(0, n, CHUNK)]
     prefix, need, shift = 0, k, max(0, bits - 16)  # the threshold, settled 16 bits at a time from the top
