@@ -368,19 +368,21 @@ def gta_merge(
     deltas = base.new_empty((n_experts, *base.shape))
 
     def task_vector(i: int, expert: torch.Tensor, out: torch.Tensor = deltas) -> None:
+        if not method.sparsification:
+            torch.sub(expert, base, out=out[i])  # the same bits as expert - base, without a temporary
+            return
         delta = expert - base
         del expert
-        if method.sparsification:
-            delta = sparsify(
-                delta,
-                method.sparsification,
-                density[i],
-                rescale,
-                generator,
-                gamma=gamma[i] if gamma else 0.01,
-                epsilon=epsilon[i] if epsilon else 0.15,
-                trim=trim,
-            )
+        delta = sparsify(
+            delta,
+            method.sparsification,
+            density[i],
+            rescale,
+            generator,
+            gamma=gamma[i] if gamma else 0.01,
+            epsilon=epsilon[i] if epsilon else 0.15,
+            trim=trim,
+        )
         out[i] = delta
 
     count = 0
