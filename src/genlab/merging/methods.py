@@ -357,8 +357,8 @@ def gta_merge(
     """One tensor of a generalized task-arithmetic merge. ``experts`` may be a generator that loads each
     expert tensor when asked; every tensor must already be in the merge dtype. ``consensus`` overrides the
     method's sign election (``"sum"``, ``"count"``, or ``"none"``); ``trim`` is TIES's ranking (see
-    :func:`genlab.merging.sparsify.magnitude`). A deterministic sparsification of large tensors runs on two
-    threads, one expert each (at most two expert tensors are held); random ones draw in expert order."""
+    :func:`genlab.merging.sparsify.magnitude`). A deterministic sparsification of mid-sized tensors (2¹⁶ to 2²⁴
+    elements) runs on two threads, one expert each; random ones draw in expert order."""
     normalize = method.param("normalize").default if normalize is None else normalize
     rescale = method.param("rescale").default if rescale is None else rescale
     consensus = method.consensus if consensus is None else (None if consensus == "none" else consensus)
@@ -387,7 +387,7 @@ def gta_merge(
 
     count = 0
     parallel = method.sparsification in ("magnitude", "magnitude_outliers") and n_experts > 1
-    if parallel and base.numel() >= PARALLEL_MIN:
+    if parallel and PARALLEL_MIN <= base.numel() <= PARALLEL_MAX:
         pending = []
         for i, expert in enumerate(experts):
             if len(pending) >= 2:
@@ -426,6 +426,8 @@ def gta_merge(
 
 
 PARALLEL_MIN = 1 << 16  # elements: smaller tensors are not worth a thread hop
+PARALLEL_MAX = 1 << 24  # elements: above this, argsort's scratch (~24 bytes an element) for two experts at once
+#                         would set the peak memory; the largest tensors (embeddings) run one expert at a time
 _POOL = None
 
 
