@@ -188,10 +188,14 @@ def test_bad_configurations_are_clear_errors(models):
         ({**good, "foo": 1}, "unknown key 'foo'"),
         ({**good, "merge_mthod": 1}, "did you mean 'merge_method'"),
         ({**good, "tokenizer": {"sorce": "base"}}, "tokenizer: unknown key 'sorce' \\(did you mean 'source'\\?\\)"),
-        ({"merge_method": "passthrough", "slices": [{"sources": [{"model": "a", "layer_range": [0.5, 2]}]}]},
-         r"slices\[0\].sources\[0\].layer_range\[0\]: input should be a valid integer"),
-        ({"merge_method": "passthrough", "slices": [{"sources": [{"model": "a", "layer_rang": [0, 2]}]}]},
-         "did you mean 'layer_range'"),
+        (
+            {"merge_method": "passthrough", "slices": [{"sources": [{"model": "a", "layer_range": [0.5, 2]}]}]},
+            r"slices\[0\].sources\[0\].layer_range\[0\]: input should be a valid integer",
+        ),
+        (
+            {"merge_method": "passthrough", "slices": [{"sources": [{"model": "a", "layer_rang": [0, 2]}]}]},
+            "did you mean 'layer_range'",
+        ),
         ({**good, "merge_method": "ram"}, "does not implement"),
         ({**bare, "merge_method": "slerp"}, "slerp takes exactly 2 inputs, got 4"),
         ({**bare, "merge_method": "passthrough"}, "passthrough takes exactly 1 inputs, got 4"),
