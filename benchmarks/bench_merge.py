@@ -1,11 +1,16 @@
-"""Peak memory and throughput of ``genlab merge`` against ``mergekit-yaml`` on the same merge of synthetic
-Llama-shaped bf16 checkpoints (Hugging Face folders, sharded), run back to back as subprocesses.
+"""Peak memory and throughput of ``genlab merge`` against ``mergekit-yaml`` and against the disk floor, on the
+same merge of synthetic Llama-shaped bf16 checkpoints (Hugging Face folders, sharded), run back to back as
+subprocesses.
 
     python benchmarks/bench_merge.py [--layers 4] [--hidden 2048] [--methods ties,task_arithmetic] [--keep DIR]
 
-Each tool runs once per method after a warm-up read of the inputs (so both read from the page cache); wall time,
-CPU time (user + sys) and peak RSS come from ``/usr/bin/time``. Throughput is input bytes / wall second. The
-outputs are compared tensor by tensor (they must be identical). If mergekit is missing, its rows are skipped.
+The floor reads every input tensor with ``safetensors.safe_open`` and writes one output (the base's tensors,
+through genlab's writer, fsync included): no merge can take less. Each tool runs once per method after a warm-up
+read of the inputs (so every run reads from the page cache); wall time, CPU time (user + sys) and peak RSS come
+from ``/usr/bin/time``; every process gets torch's default threads. Throughput is input bytes / wall second. The
+outputs are compared with mergekit's tensor by tensor (``genlab`` must be identical; ``--trim threshold`` keeps
+the same number of entries, and the count of differing entries is printed). If mergekit is missing, its rows are
+skipped. On a shared machine, read the ratios (runs back to back), not the absolute times.
 
 Last results: see docs/merging.md ("Speed and memory").
 """
@@ -105,6 +110,27 @@ def timed(cmd: list[str], env: dict) -> dict:
     return {"wall": float(wall), "cpu": float(user) + float(sys_), "rss_mb": int(rss) / 1024}
 
 
+def disk_floor(inputs: list[Path], out: Path) -> None:
+    """Read every tensor of every input with safe_open; write the first input's tensors as one output."""
+    from safetensors import safe_open
+
+    sys.path.insert(0, str(ROOT / "src"))
+    from genlab.merging.checkpoint import SafetensorsSource
+    from genlab.merging.writer import ShardedWriter, atomic_dir, plan_shards
+
+    sources = [SafetensorsSource(p) for p in inputs]
+    first = sources[0]
+    shards = plan_shards(list(first.infos.values()), 5_000_000_000)
+    handles = [{f: safe_open(str(f), framework="pt") for f in set(s.file_of.values())} for s in sources]
+    with atomic_dir(out, force=True) as tmp:
+        writer = ShardedWriter(tmp, shards)
+        for info in first.infos.values():
+            tensors = [h[s.file_of[info.name]].get_tensor(info.name) for s, h in zip(sources, handles)]
+            writer.write(info.name, tensors[0])
+            del tensors
+        writer.finish()
+
+
 def read_all(folder: Path) -> dict[str, torch.Tensor]:
     out = {}
     for f in sorted(folder.glob("*.safetensors")):
@@ -120,7 +146,11 @@ def main() -> None:
     ap.add_argument("--experts", type=int, default=2)
     ap.add_argument("--methods", default="ties,task_arithmetic")
     ap.add_argument("--keep", type=Path, default=None, help="work folder to keep (default: a temporary one)")
+    ap.add_argument("--floor", nargs="+", type=Path, help=argparse.SUPPRESS)  # internal: OUT INPUT...
     args = ap.parse_args()
+    if args.floor:
+        disk_floor(args.floor[1:], args.floor[0])
+        return
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench_merge_"))
     work.mkdir(parents=True, exist_ok=True)
     cfg = llama_config(args.hidden, args.layers, args.vocab)
@@ -130,12 +160,15 @@ def main() -> None:
         if not (work / name).exists():
             make_model(work / name, cfg, seed=i, base_seed=None if i == 0 else 0, shard_bytes=200_000_000)
         total += sum(f.stat().st_size for f in (work / name).glob("*.safetensors"))
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env.pop("OMP_NUM_THREADS", None)
     have_mergekit = shutil.which("mergekit-yaml", path=str(Path(sys.executable).parent)) is not None
     print(f"inputs: {len(names)} checkpoints, {total / 1e9:.2f} GB (bf16, sharded); work dir {work}")
     idle = timed([sys.executable, "-c", "import torch, safetensors"], env)
     print(f"python + torch import alone: peak RSS {idle['rss_mb']:.0f} MB, {idle['cpu']:.1f} s CPU")
-    print(f"{'method':>16} {'tool':>14} {'wall s':>8} {'cpu s':>8} {'peak RSS MB':>12} {'GB/s':>6}")
+    print(f"{'method':>16} {'tool':>22} {'wall s':>8} {'cpu s':>8} {'peak RSS MB':>12} {'GB/s':>6} {'x floor':>8}")
+    floor_cmd = [sys.executable, str(Path(__file__).resolve()), "--floor", str(work / "out_floor")]
+    floor_cmd += [str(work / n) for n in names]
     for method in args.methods.split(","):
         merge_cfg = {
             "merge_method": method,
@@ -151,11 +184,13 @@ def main() -> None:
             for f in (work / n).glob("*.safetensors"):
                 f.read_bytes()
         runs = {
+            "floor": floor_cmd,
             "genlab": [sys.executable, "-m", "genlab.cli", "merge", str(work / f"{method}.yml"), "--out",
                        str(work / f"out_genlab_{method}"), "--force", "--quiet"],
-            "genlab --mmap": [sys.executable, "-m", "genlab.cli", "merge", str(work / f"{method}.yml"), "--out",
-                              str(work / f"out_genlab_mmap_{method}"), "--force", "--quiet", "--mmap"],
         }  # fmt: skip
+        if method in ("ties", "breadcrumbs", "breadcrumbs_ties"):
+            runs["genlab --trim threshold"] = [*runs["genlab"], "--trim", "threshold"]
+            runs["genlab --trim threshold"][6] = str(work / f"out_genlab_fast_{method}")
         if have_mergekit:
             mk = str(Path(sys.executable).parent / "mergekit-yaml")
             runs["mergekit"] = [mk, str(work / f"{method}.yml"), str(work / f"out_mergekit_{method}"),
@@ -164,13 +199,22 @@ def main() -> None:
         for tool, cmd in runs.items():
             results[tool] = r = timed(cmd, env)
             speed = total / 1e9 / r["wall"]
-            print(f"{method:>16} {tool:>14} {r['wall']:>8.1f} {r['cpu']:>8.1f} {r['rss_mb']:>12.0f} {speed:>6.3f}")
+            ratio = r["wall"] / results["floor"]["wall"]
+            print(f"{method:>16} {tool:>22} {r['wall']:>8.1f} {r['cpu']:>8.1f} {r['rss_mb']:>12.0f} {speed:>6.3f} "
+                  f"{ratio:>7.1f}x")  # fmt: skip
         if "mergekit" in results:
             g, m = results["genlab"], results["mergekit"]
-            ours, theirs = read_all(work / f"out_genlab_{method}"), read_all(work / f"out_mergekit_{method}")
+            theirs = read_all(work / f"out_mergekit_{method}")
+            ours = read_all(work / f"out_genlab_{method}")
             same = set(ours) == set(theirs) and all(torch.equal(ours[k], theirs[k]) for k in theirs)
-            print(f"{method:>16} {'ratio':>14} {m['wall'] / g['wall']:>7.1f}x {m['cpu'] / g['cpu']:>7.1f}x "
+            print(f"{method:>16} {'mergekit / genlab':>22} {m['wall'] / g['wall']:>7.1f}x {m['cpu'] / g['cpu']:>7.1f}x "
                   f"{m['rss_mb'] / g['rss_mb']:>11.1f}x   outputs identical: {same}")  # fmt: skip
+            if "genlab --trim threshold" in results:
+                fast = read_all(work / f"out_genlab_fast_{method}")
+                n_diff = sum(int((fast[k] != theirs[k]).sum()) for k in theirs)
+                n_all = sum(t.numel() for t in theirs.values())
+                print(f"{method:>16} {'--trim threshold':>22} entries differing from mergekit: {n_diff} of {n_all} "
+                      f"({n_diff / n_all:.2e}; ties at the k-th magnitude)")  # fmt: skip
     if args.keep is None:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -181,16 +181,30 @@ def _expect(exc, pattern, fn):
 def test_bad_configurations_are_clear_errors(models):
     _, paths = models
     good = _config(paths, "ties")
+    bare = {**good, "models": [str(paths[k]) for k in ("a", "b", "c")], "parameters": {}}
     cases = [
-        ({**good, "slices": []}, "mergekit key 'slices' is not supported"),
+        ({**good, "slices": [{"sources": []}]}, "exactly one of"),
+        ({**good, "modules": {}}, "mergekit key 'modules' is not supported"),
         ({**good, "foo": 1}, "unknown key 'foo'"),
-        ({**good, "merge_method": "slerp"}, "does not implement"),
+        ({**good, "merge_mthod": 1}, "did you mean 'merge_method'"),
+        ({**good, "tokenizer": {"sorce": "base"}}, "tokenizer: unknown key 'sorce' \\(did you mean 'source'\\?\\)"),
+        (
+            {"merge_method": "passthrough", "slices": [{"sources": [{"model": "a", "layer_range": [0.5, 2]}]}]},
+            r"slices\[0\].sources\[0\].layer_range\[0\]: input should be a valid integer",
+        ),
+        (
+            {"merge_method": "passthrough", "slices": [{"sources": [{"model": "a", "layer_rang": [0, 2]}]}]},
+            "did you mean 'layer_range'",
+        ),
+        ({**good, "merge_method": "ram"}, "does not implement"),
+        ({**bare, "merge_method": "slerp"}, "slerp takes exactly 2 inputs, got 4"),
+        ({**bare, "merge_method": "passthrough"}, "passthrough takes exactly 1 inputs, got 4"),
         ({**good, "parameters": {"densty": 0.5}}, "no parameter 'densty'"),
         ({**good, "parameters": {"density": 1.5}}, r"density must lie in \[0, 1\]"),
         ({**good, "parameters": {"lambda": "abc"}}, "expected a number"),
         ({**good, "parameters": {"normalize": "maybe"}}, "expected true or false"),
         ({**good, "dtype": "float8"}, "unknown dtype"),
-        ({**good, "tokenizer_source": "union"}, "only 'base'"),
+        ({**good, "tokenizer_source": "somewhere"}, "not one of the input models"),
         ({k: v for k, v in good.items() if k != "base_model"}, "needs base_model"),
         ({**good, "models": [{"model": str(paths["a"]), "parameters": {"normalize": True}}]}, "top-level parameters"),
         ({**good, "models": [{"model": str(paths["a"]), "weights": 1}]}, "unknown key 'weights'"),

@@ -58,8 +58,8 @@ def test_cli_merges_and_prints_a_summary(setup):
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda c, t: {**c, "slices": [{"sources": []}]}, "mergekit key 'slices' is not supported"),
-        (lambda c, t: {**c, "merge_method": "model_stock"}, "does not implement"),
+        (lambda c, t: {**c, "modules": {}}, "mergekit key 'modules' is not supported"),
+        (lambda c, t: {**c, "merge_method": "ram"}, "does not implement"),
         (lambda c, t: {**c, "parameters": {"rescale": 2}}, "expected true or false"),
         (lambda c, t: {**c, "base_model": str(t / "missing")}, "no such file or folder"),
         (lambda c, t: {**c, "base_model": str(_folder(t / "small", 3, shape=(5, 4)))}, "different shapes"),
@@ -98,3 +98,127 @@ def test_parse_size():
     assert parse_size("5B") == 5_000_000_000 and parse_size("500m") == 500_000_000 and parse_size("1234") == 1234
     with pytest.raises(ValueError):
         parse_size("5X")
+
+
+def _one_line_exit_2(res, message):
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], res.stderr
+
+
+@pytest.mark.parametrize("where, what", [("base", "is"), (".", "contains"), ("base/sub", "is inside")])
+def test_out_that_is_contains_or_is_inside_an_input_is_refused(setup, where, what):
+    tmp_path, cfg = setup
+    before = (tmp_path / "base" / "model.safetensors").read_bytes()
+    path = tmp_path / "merge.yml"
+    path.write_text(yaml.safe_dump(cfg))
+    res = CliRunner().invoke(app, ["merge", str(path), "--out", str(tmp_path / where), "--force"])
+    _one_line_exit_2(res, f"{what} the input")
+    assert (tmp_path / "base" / "model.safetensors").read_bytes() == before
+
+
+def _raw_safetensors(path, header, data=b"\0" * 64):
+    raw = header if isinstance(header, bytes) else json.dumps(header).encode()
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + data)
+
+
+@pytest.mark.parametrize(
+    "header, message",
+    [
+        ({"w": {"dtype": "F32", "shape": [4], "data_offsets": ["0", "16"]}}, "two whole numbers"),
+        ({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0.5, 16.5]}}, "two whole numbers"),
+        ({"w": {"dtype": "F32", "shape": [4.7], "data_offsets": [0, 16]}}, "list of whole numbers"),
+        ({"w": {"dtype": "F32", "shape": [-4], "data_offsets": [0, 16]}}, "list of whole numbers"),
+        ({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16], "x": 1}}, "needs exactly"),
+        (b"{" + b'"a":' * 1 + b"[" * 5000 + b"]" * 5000 + b"}", "nested too deeply"),
+    ],
+)
+def test_malformed_safetensors_headers_are_exit_2(setup, header, message):
+    tmp_path, cfg = setup
+    _raw_safetensors(tmp_path / "a" / "model.safetensors", header)
+    _one_line_exit_2(_invoke(tmp_path, cfg), message)
+    assert not (tmp_path / "out").exists()
+
+
+def test_yaml_nested_5000_deep_is_exit_2(setup):
+    tmp_path, _ = setup
+    _one_line_exit_2(_invoke(tmp_path, "merge_method: " + "[" * 5000 + "]" * 5000), "nested too deeply")
+
+
+@pytest.mark.parametrize("weights", [(0, 0), (-1, 1)])
+def test_linear_weights_that_cancel_are_refused(setup, weights):
+    tmp_path, cfg = setup
+    cfg = {"merge_method": "linear", "models": [
+        {"model": m["model"], "parameters": {"weight": w}} for m, w in zip(cfg["models"], weights)]}  # fmt: skip
+    _one_line_exit_2(_invoke(tmp_path, cfg), "which is 0")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_killed_merge_leaves_nothing_the_next_run_keeps(setup):
+    import os
+    import subprocess
+    import sys
+
+    tmp_path, cfg = setup
+    code = (
+        "import os, signal, sys\n"
+        "from genlab.merging.writer import atomic_dir\n"
+        "with atomic_dir(sys.argv[1]) as tmp:\n"
+        "    (tmp / 'model.safetensors').write_bytes(b'partial')\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], env=env)
+    assert proc.returncode == -9
+    assert len(list(tmp_path.glob(".out.*.tmp"))) == 1  # what kill -9 leaves
+    alive = tmp_path / f".out.{os.getpid()}.live.tmp"  # a running merge's folder (this process) is kept
+    alive.mkdir()
+    res = _invoke(tmp_path, cfg)
+    assert res.exit_code == 0, res.output
+    assert list(tmp_path.glob(".out.*")) == [alive]
+
+
+def test_symlinked_out_stays_a_link_to_the_new_merge(setup):
+    tmp_path, cfg = setup
+    real = tmp_path / "real_out"
+    real.mkdir()
+    (real / "stale.txt").write_text("old merge")
+    link = tmp_path / "out"
+    link.symlink_to(real)
+    res = _invoke(tmp_path, cfg, "--force")
+    assert res.exit_code == 0, res.output
+    assert link.is_symlink() and (real / "model.safetensors").exists() and not (real / "stale.txt").exists()
+    assert not list(tmp_path.glob(".*.old")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_progress_is_a_plain_line_when_piped(setup):
+    tmp_path, cfg = setup
+    res = _invoke(tmp_path, cfg)  # CliRunner's stderr is not a terminal
+    assert res.exit_code == 0, res.output
+    assert "merged 2/2 tensors, ETA 0 s" in res.stderr
+
+
+def test_threshold_trim_from_the_cli(setup):
+    tmp_path, cfg = setup
+    assert _invoke(tmp_path, cfg, "--trim", "threshold", "--quiet").exit_code == 0
+    res = _invoke(tmp_path, cfg, "--trim", "sorted", "--force")
+    _one_line_exit_2(res, "choose one of mergekit, threshold")
+
+
+def test_model_card_tokenizer_source_and_chat_template(setup):
+    tmp_path, cfg = setup
+    tok = {"tokenizer_config.json": json.dumps({"chat_template": "{{ old }}", "model_max_length": 8}),
+           "tokenizer.json": '{"version": "1.0"}'}  # fmt: skip
+    for name in ("base", "a", "b"):
+        for f, text in tok.items():
+            (tmp_path / name / f).write_text(text)
+    cfg = {**cfg, "tokenizer_source": f"model:{cfg['models'][0]['model']}", "chat_template": "{{ messages }}"}
+    res = _invoke(tmp_path, cfg, "--quiet")
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "out"
+    card = (out / "README.md").read_text()
+    assert "[TIES](https://arxiv.org/abs/2306.01708) merge method using" in card and "merge_method: ties" in card
+    assert (out / "chat_template.jinja").read_text() == "{{ messages }}"
+    assert "chat_template" not in json.loads((out / "tokenizer_config.json").read_text())
+    (tmp_path / "b" / "tokenizer.json").write_text('{"version": "2.0"}')
+    _one_line_exit_2(_invoke(tmp_path, {**cfg, "tokenizer_source": "union"}, "--force"), "does not remap")

@@ -31,8 +31,16 @@ def test_identical_experts_return_that_expert(name, dtype):
     base, expert = _randn(40, 30, seed=1, dtype=dtype), _randn(40, 30, seed=2, dtype=dtype)
     k = 3
     tol = 1e-6 if dtype == torch.float32 else 2e-2
-    if name == "linear":
-        got = merge_tensor(name, [expert] * k, None, [{"weight": 0.7}] * k)
+    if name in ("linear", "karcher", "passthrough"):  # no base: k copies (one for passthrough)
+        n = 1 if name == "passthrough" else k
+        got = merge_tensor(name, [expert] * n, None, [{"weight": 0.7}] * n)
+        assert torch.allclose(got.float(), expert.float(), atol=tol, rtol=tol)
+        return
+    if name in ("slerp", "nuslerp"):  # base + one expert at t = 1; two copies of the expert
+        inputs, per, shared = [base, expert, expert], [{}, {"weight": 0.3}, {"weight": 0.7}], {}
+        if name == "slerp":
+            inputs, shared = [base, expert], {"t": 1.0}
+        got = merge_tensor(name, inputs, 0, per[: len(inputs)], shared)
         assert torch.allclose(got.float(), expert.float(), atol=tol, rtol=tol)
         return
     per = [{}] + [{"weight": 1.0 / k, "density": 1.0}] * k
@@ -135,6 +143,37 @@ def test_unknown_and_mergekit_only_methods_are_clear_errors():
     from genlab.merging import MergeConfigError
 
     with pytest.raises(MergeConfigError, match="does not implement"):
-        get_method("slerp")
+        get_method("arcee_fusion")
     with pytest.raises(MergeConfigError, match="unknown merge_method"):
         get_method("tie")
+
+
+@pytest.mark.parametrize("chunk", [1 << 22, 997])  # one chunk, and many (a prime size: a ragged last chunk)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
+def test_threshold_trim_keeps_the_top_k_and_differs_from_argsort_only_at_ties(dtype, chunk, monkeypatch):
+    from genlab.merging import sparsify
+    from genlab.merging.sparsify import magnitude, top_k_mask
+
+    monkeypatch.setattr(sparsify, "CHUNK", chunk)
+    x = (_randn(300, 211, seed=8) * 0.01).to(dtype)
+    for density in (0.001, 0.3, 0.5, 0.99):
+        k = max(1, int(density * x.numel()))
+        mask = top_k_mask(x, k)
+        a = x.abs().double()
+        kth = a.reshape(-1).sort(descending=True).values[k - 1]
+        assert int(mask.sum()) == k and bool((a[mask] >= kth).all()) and bool((a[~mask] <= kth).all())
+        ours, theirs = magnitude(x, density, trim="threshold"), magnitude(x, density)
+        differ = ours != theirs
+        assert bool((a[differ] == kth).all())  # only entries tied at the k-th magnitude
+        if dtype in (torch.float32, torch.float64) and int((a == kth).sum()) == 1:
+            assert torch.equal(ours, theirs)
+
+
+def test_threshold_trim_gives_mergekit_bits_without_ties():
+    """Distinct magnitudes: the sort-free TIES is the argsort TIES, bit for bit."""
+    base = _randn(64, 48, seed=9)
+    experts = [base + _randn(64, 48, seed=s) * 0.1 for s in (10, 11)]
+    per = [{}, {"weight": 0.6, "density": 0.4}, {"weight": 0.9, "density": 0.7}]
+    exact = merge_tensor("ties", [base, *experts], 0, per)
+    fast = merge_tensor("ties", [base, *experts], 0, per, trim="threshold")
+    assert torch.equal(exact, fast)

@@ -130,24 +130,43 @@ def read_header(path: Path) -> dict[str, TensorInfo]:
         header = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise CheckpointError(f"{path}: not a safetensors file (its header is not JSON)") from None
+    except RecursionError:
+        raise CheckpointError(f"{path}: not a safetensors file (its header is nested too deeply)") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: not a safetensors file (its header is not a JSON object)")
     return _parse_header(path, header, 8 + n, size)
 
 
+def _is_count(x: object) -> bool:
+    return type(x) is int and x >= 0
+
+
 def _parse_header(path: Path, header: dict, start: int, size: int) -> dict[str, TensorInfo]:
+    """Validate every entry as the safetensors format specifies: ``dtype`` a known code, ``shape`` a list of
+    non-negative integers, ``data_offsets`` two integers [begin, end] with end − begin = the tensor's bytes, inside
+    the file; ``__metadata__`` a string-to-string map. Anything else (fractions, strings, negative sizes) is an
+    error, never truncated or coerced."""
     infos = {}
     for name, entry in header.items():
         if name == "__metadata__":
+            if not isinstance(entry, dict) or not all(isinstance(v, str) for v in entry.values()):
+                raise CheckpointError(f"{path}: malformed header (__metadata__ must map strings to strings)")
             continue
-        try:
-            code, shape, (begin, end) = entry["dtype"], tuple(int(s) for s in entry["shape"]), entry["data_offsets"]
-        except (KeyError, TypeError, ValueError):
-            raise CheckpointError(f"{path}: malformed header entry for tensor {name!r}") from None
-        if code not in ST_DTYPES:
-            raise CheckpointError(f"{path}: tensor {name!r} has dtype {code}, which genlab merge cannot read")
-        info = TensorInfo(name, ST_DTYPES[code], shape, start + int(begin))
-        if end - begin != info.nbytes or start + end > size or begin < 0:
+        if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data_offsets"}:
+            raise CheckpointError(f"{path}: malformed header entry for tensor {name!r} "
+                                  "(needs exactly dtype, shape, data_offsets)")  # fmt: skip
+        code, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
+        if not isinstance(shape, list) or not all(_is_count(s) for s in shape):
+            raise CheckpointError(f"{path}: tensor {name!r} has shape {shape!r}; a shape is a list of whole numbers")
+        if not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_count(o) for o in offsets):
+            raise CheckpointError(
+                f"{path}: tensor {name!r} has data_offsets {offsets!r}; they are two whole numbers [begin, end]"
+            )
+        if not isinstance(code, str) or code not in ST_DTYPES:
+            raise CheckpointError(f"{path}: tensor {name!r} has dtype {code!r}, which genlab merge cannot read")
+        begin, end = offsets
+        info = TensorInfo(name, ST_DTYPES[code], tuple(shape), start + begin)
+        if end - begin != info.nbytes or start + end > size:
             raise CheckpointError(f"{path}: tensor {name!r} has inconsistent offsets (truncated or corrupt file?)")
         infos[name] = info
     return infos

@@ -41,8 +41,20 @@ def merge_command(
     copy_tokenizer: Annotated[
         bool, typer.Option("--copy-tokenizer/--no-copy-tokenizer", help="Copy the base model's tokenizer files.")
     ] = True,
+    write_model_card: Annotated[
+        bool,
+        typer.Option("--write-model-card/--no-write-model-card", help="Write README.md describing the merge."),
+    ] = True,
     force: Annotated[bool, typer.Option("--force", help="Replace a non-empty output folder.")] = False,
     mmap: Annotated[bool, typer.Option("--mmap", help="Read inputs through safetensors' memory map.")] = False,
+    trim: Annotated[
+        str,
+        typer.Option(
+            "--trim",
+            help="TIES's top-density ranking: 'mergekit' (argsort, bit-identical to mergekit) or 'threshold' "
+            "(exact k-th magnitude by counting, no sort; differs only in which entries tied at it are kept).",
+        ),
+    ] = "mergekit",
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary to stdout.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
@@ -52,7 +64,10 @@ def merge_command(
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            summary = _run(config, out, random_seed, parse_size(out_shard_size), copy_tokenizer, force, mmap, quiet)
+            summary = _run(
+                config, out, random_seed, parse_size(out_shard_size), copy_tokenizer, force, mmap, quiet, trim,
+                write_model_card,
+            )  # fmt: skip
         for w in caught:
             print(f"warning: {w.message}", file=sys.stderr)
     except (MergeError, ValueError) as exc:
@@ -70,16 +85,56 @@ def merge_command(
 
 
 def _run(
-    config: Path, out: Path, seed: int, shard_bytes: int, copy_tokenizer: bool, force: bool, mmap: bool, quiet: bool
+    config: Path,
+    out: Path,
+    seed: int,
+    shard_bytes: int,
+    copy_tokenizer: bool,
+    force: bool,
+    mmap: bool,
+    quiet: bool,
+    trim: str,
+    card: bool = True,
 ):
     from genlab.merging.config import load_config
     from genlab.merging.io import merge_to_folder
 
     cfg = load_config(config)
-    if quiet or not sys.stderr.isatty():
-        return merge_to_folder(cfg, out, seed, shard_bytes, copy_tokenizer, force, mmap)
-    from rich.progress import Progress
+    args = (cfg, out, seed, shard_bytes, copy_tokenizer, force, mmap)
+    if quiet:
+        return merge_to_folder(*args, trim=trim, write_model_card=card)
+    if not sys.stderr.isatty():
+        return merge_to_folder(*args, on_tensor=PlainProgress(), trim=trim, write_model_card=card)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    with Progress(transient=True) as bar:
+    columns = (TextColumn("merging"), BarColumn(), MofNCompleteColumn(), TextColumn("tensors, ETA"),
+               TimeRemainingColumn())  # fmt: skip
+    with Progress(*columns, transient=True) as bar:
         task = bar.add_task("merging", total=None)
-        return merge_to_folder(cfg, out, seed, shard_bytes, copy_tokenizer, force, mmap, lambda _: bar.advance(task))
+
+        def advance(_name: str, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        return merge_to_folder(*args, on_tensor=advance, trim=trim, write_model_card=card)
+
+
+class PlainProgress:
+    """Progress for a pipe or a log: a plain line ``merged D/T tensors, ETA S s`` about every ``every`` seconds
+    (and at the end), on stderr."""
+
+    def __init__(self, every: float = 5.0, stream=None):
+        import time
+
+        self.clock = time.monotonic
+        self.start = self.clock()
+        self.every = every
+        self.last = self.start
+        self.stream = stream
+
+    def __call__(self, _name: str, done: int, total: int) -> None:
+        now = self.clock()
+        if now - self.last < self.every and done < total:
+            return
+        self.last = now
+        eta = (now - self.start) / done * (total - done)
+        print(f"merged {done}/{total} tensors, ETA {eta:.0f} s", file=self.stream or sys.stderr, flush=True)

@@ -34,10 +34,17 @@ import torch
 
 from genlab.merging.errors import MergeConfigError
 from genlab.merging.methods import Method, Param, get_method
+from genlab.merging.schema import check_shape
 
-TOP_KEYS = ("merge_method", "base_model", "models", "parameters", "dtype", "out_dtype", "tokenizer_source")
-MERGEKIT_ONLY_KEYS = ("slices", "modules", "tokenizer", "chat_template")
+TOP_KEYS = (
+    "merge_method", "base_model", "models", "slices", "parameters", "dtype", "out_dtype", "tokenizer_source",
+    "tokenizer", "chat_template",
+)  # fmt: skip
+MERGEKIT_ONLY_KEYS = ("modules",)
 MODEL_KEYS = ("model", "parameters")
+SLICE_KEYS = ("sources", "base_model", "parameters", "residual_weight")
+SOURCE_KEYS = ("model", "layer_range", "parameters")
+TOKENIZER_KEYS = ("source", "tokens", "pad_to_multiple_of")
 DTYPES = {
     "bfloat16": torch.bfloat16,
     "float16": torch.float16,
@@ -60,6 +67,28 @@ class ModelEntry:
 
 
 @dataclass(frozen=True)
+class SliceSource:
+    """Layers ``layer_range`` = [start, end) of input model ``model`` (an index into ``MergeConfig.inputs``)."""
+
+    model: int
+    layer_range: tuple[int, int]
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OutputSlice:
+    """Consecutive output layers, each merged from the same relative layer of every source."""
+
+    sources: tuple[SliceSource, ...]
+    base: int | None  # index into MergeConfig.inputs: the slice's base_model, else the top-level one
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_layers(self) -> int:
+        return self.sources[0].layer_range[1] - self.sources[0].layer_range[0]
+
+
+@dataclass(frozen=True)
 class MergeConfig:
     method: Method
     inputs: tuple[ModelEntry, ...]  # mergekit's model order: `models` as listed, then the base if not listed
@@ -67,8 +96,12 @@ class MergeConfig:
     parameters: dict[str, Any]
     dtype: torch.dtype | None = None
     out_dtype: torch.dtype | None = None
-    tokenizer_source: str | None = None
+    tokenizer_source: str | None = None  # "base" | "union" | a model reference
     text: str = ""
+    slices: tuple[OutputSlice, ...] | None = None  # the `slices` form; None for `models`
+    chat_template: str | None = None
+    tokens: dict[str, Any] = field(default_factory=dict)  # tokenizer.tokens
+    pad_to_multiple_of: int | None = None
 
     @property
     def experts(self) -> tuple[ModelEntry, ...]:
@@ -92,6 +125,8 @@ def load_config(path: str | Path) -> MergeConfig:
         where = getattr(exc, "problem_mark", None)
         at = f" (line {where.line + 1})" if where is not None else ""
         raise MergeConfigError(f"{path}: not valid YAML{at}") from None
+    except RecursionError:
+        raise MergeConfigError(f"{path}: the YAML is nested too deeply") from None
     return parse_config(data, base_dir=path.parent, text=text)
 
 
@@ -101,19 +136,27 @@ def parse_config(data: Any, base_dir: str | Path | None = None, text: str = "") 
         raise MergeConfigError("the merge configuration must be a YAML mapping with merge_method and models")
     for key in data:
         if key in MERGEKIT_ONLY_KEYS:
-            raise MergeConfigError(f"mergekit key {key!r} is not supported by genlab merge (use 'models')")
+            raise MergeConfigError(f"mergekit key {key!r} is not supported by genlab merge (use 'models' or 'slices')")
+    check_shape(data)  # keys and kinds of values at every level (pydantic); parameters are checked below
+    for key in data:
         if key not in TOP_KEYS:
-            raise MergeConfigError(f"unknown key {key!r}; genlab merge reads {', '.join(TOP_KEYS)}")
+            raise MergeConfigError(f"unknown key {key!r}{_did_you_mean(key, TOP_KEYS)}; genlab merge reads "
+                                   f"{', '.join(TOP_KEYS)}")  # fmt: skip
     if "merge_method" not in data:
         raise MergeConfigError("the configuration needs merge_method")
     method = get_method(_text(data["merge_method"], "merge_method"))
-    if not data.get("models"):
-        raise MergeConfigError("the configuration needs a non-empty 'models' list")
-    if not isinstance(data["models"], list):
-        raise MergeConfigError("'models' must be a list of {model: PATH, parameters: {...}}")
+    if bool(data.get("models")) == bool(data.get("slices")):
+        raise MergeConfigError("the configuration needs exactly one of a non-empty 'models' or 'slices' list")
     base_ref = _text(data["base_model"], "base_model") if data.get("base_model") is not None else None
     top = _parameters(data.get("parameters"), method, "parameters", top_level=True)
-    inputs = _inputs(data["models"], base_ref, method, Path(base_dir or "."))
+    base_dir = Path(base_dir or ".")
+    slices = None
+    if data.get("models"):
+        if not isinstance(data["models"], list):
+            raise MergeConfigError("'models' must be a list of {model: PATH, parameters: {...}}")
+        inputs = _inputs(data["models"], base_ref, method, base_dir)
+    else:
+        inputs, slices = _slices(data["slices"], base_ref, method, base_dir)
     base = next((m for m in inputs if m.is_base), None)
     if base is not None and base.parameters and method.needs_base:
         import warnings
@@ -122,17 +165,16 @@ def parse_config(data: Any, base_dir: str | Path | None = None, text: str = "") 
             f"the parameters given to the base model {base.ref!r} have no effect in {method.name} (as in mergekit)",
             stacklevel=2,
         )
-    if method.needs_base and base is None:
-        raise MergeConfigError(f"{method.name} needs base_model")
-    if method.needs_base and not any(not m.is_base for m in inputs):
-        raise MergeConfigError(f"{method.name} needs at least one model besides the base")
-    tokenizer = data.get("tokenizer_source")
-    if tokenizer is not None:
-        tokenizer = _text(tokenizer, "tokenizer_source")
-        if not (tokenizer == "base" or (base is not None and tokenizer == base.ref)):
-            raise MergeConfigError("tokenizer_source: only 'base' (the base model's tokenizer) is supported")
-        if base is None:
-            raise MergeConfigError("tokenizer_source: base needs base_model")
+    if slices is None:
+        if method.needs_base and base is None:
+            raise MergeConfigError(f"{method.name} needs base_model")
+        if method.needs_base and not any(not m.is_base for m in inputs):
+            raise MergeConfigError(f"{method.name} needs at least one model besides the base")
+        method.check_inputs(len(inputs), base is not None, "models")
+    tokenizer_source, tokens, pad = _tokenizer(data, inputs, base, base_dir)
+    chat = data.get("chat_template")
+    if chat is not None:
+        chat = _text(chat, "chat_template")
     return MergeConfig(
         method=method,
         inputs=inputs,
@@ -140,9 +182,27 @@ def parse_config(data: Any, base_dir: str | Path | None = None, text: str = "") 
         parameters=top,
         dtype=_dtype(data.get("dtype"), "dtype"),
         out_dtype=_dtype(data.get("out_dtype"), "out_dtype"),
-        tokenizer_source=tokenizer,
+        tokenizer_source=tokenizer_source,
         text=text,
+        slices=slices,
+        chat_template=chat,
+        tokens=tokens,
+        pad_to_multiple_of=pad,
     )
+
+
+def _did_you_mean(key: Any, known: Sequence[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(str(key), list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _check_keys(item: Mapping, known: Sequence[str], where: str) -> None:
+    for key in item:
+        if key not in known:
+            raise MergeConfigError(f"{where}: unknown key {key!r}{_did_you_mean(key, known)}; "
+                                   f"it takes {', '.join(known)}")  # fmt: skip
 
 
 def _inputs(models: list, base_ref: str | None, method: Method, base_dir: Path) -> tuple[ModelEntry, ...]:
@@ -152,9 +212,7 @@ def _inputs(models: list, base_ref: str | None, method: Method, base_dir: Path) 
             item = {"model": item}
         if not isinstance(item, Mapping) or "model" not in item:
             raise MergeConfigError(f"models[{i}] must be a mapping with a 'model' key")
-        for key in item:
-            if key not in MODEL_KEYS:
-                raise MergeConfigError(f"models[{i}]: unknown key {key!r}; a model entry has 'model' and 'parameters'")
+        _check_keys(item, MODEL_KEYS, f"models[{i}]")
         ref = _text(item["model"], f"models[{i}].model")
         params = _parameters(item.get("parameters"), method, f"models[{i}].parameters", top_level=False)
         entries.append(ModelEntry(ref, _resolve_path(ref, base_dir), params, is_base=ref == base_ref))
@@ -165,6 +223,81 @@ def _inputs(models: list, base_ref: str | None, method: Method, base_dir: Path) 
     if base_ref is not None and base_ref not in refs:
         entries.append(ModelEntry(base_ref, _resolve_path(base_ref, base_dir), {}, is_base=True))
     return tuple(entries)
+
+
+def _slices(raw: Any, base_ref: str | None, method: Method, base_dir: Path):
+    """The ``slices`` form: every model referenced once in ``inputs`` (first appearance order, then the base)."""
+    if not isinstance(raw, list):
+        raise MergeConfigError("'slices' must be a list of {sources: [{model, layer_range}, ...]}")
+    refs: dict[str, int] = {}
+
+    def index(ref: str) -> int:
+        return refs.setdefault(ref, len(refs))
+
+    out = []
+    for i, sl in enumerate(raw):
+        where = f"slices[{i}]"
+        if not isinstance(sl, Mapping) or not isinstance(sl.get("sources"), list) or not sl["sources"]:
+            raise MergeConfigError(f"{where} must be a mapping with a non-empty 'sources' list")
+        _check_keys(sl, SLICE_KEYS, where)
+        sources = []
+        for j, src in enumerate(sl["sources"]):
+            at = f"{where}.sources[{j}]"
+            if not isinstance(src, Mapping) or "model" not in src or "layer_range" not in src:
+                raise MergeConfigError(f"{at} must be a mapping with 'model' and 'layer_range'")
+            _check_keys(src, SOURCE_KEYS, at)
+            lr = src["layer_range"]
+            if (not isinstance(lr, list) or len(lr) != 2 or not all(type(x) is int for x in lr)
+                    or not 0 <= lr[0] <= lr[1]):  # fmt: skip
+                raise MergeConfigError(f"{at}.layer_range must be [START, END) with 0 <= START <= END, got {lr!r}")
+            params = _parameters(src.get("parameters"), method, f"{at}.parameters", top_level=False)
+            sources.append(SliceSource(index(_text(src["model"], f"{at}.model")), (lr[0], lr[1]), params))
+        if len({s.layer_range[1] - s.layer_range[0] for s in sources}) > 1:
+            raise MergeConfigError(f"{where}: every source of a slice must span the same number of layers")
+        slice_base = _text(sl["base_model"], f"{where}.base_model") if sl.get("base_model") is not None else base_ref
+        params = _parameters(sl.get("parameters"), method, f"{where}.parameters", top_level=True)
+        base = refs.get(slice_base) if slice_base is not None else None
+        if method.uses_base and slice_base is not None and base is None:
+            raise MergeConfigError(f"{where}: the base model {slice_base!r} is not among the slice's sources")
+        method.check_inputs(len(sources), base is not None, where)
+        if method.needs_base and base is None:
+            raise MergeConfigError(f"{where}: {method.name} needs a base_model among the slice's sources")
+        if len({s.model for s in sources}) != len(sources):
+            raise MergeConfigError(f"{where}: a model is listed twice among the sources")
+        out.append(OutputSlice(tuple(sources), base if method.uses_base else None, params))
+    if base_ref is not None:
+        index(base_ref)
+    inputs = tuple(ModelEntry(r, _resolve_path(r, base_dir), {}, is_base=r == base_ref) for r in refs)
+    return inputs, tuple(out)
+
+
+def _tokenizer(data: Mapping, inputs: Sequence[ModelEntry], base: ModelEntry | None, base_dir: Path):
+    """``tokenizer_source`` or a ``tokenizer:`` block (not both): base | union | a model reference."""
+    source, tokens, pad = data.get("tokenizer_source"), {}, None
+    block = data.get("tokenizer")
+    if block is not None:
+        if source is not None:
+            raise MergeConfigError("give tokenizer_source or a tokenizer block, not both")
+        if not isinstance(block, Mapping):
+            raise MergeConfigError("tokenizer must be a mapping with source, tokens, pad_to_multiple_of")
+        _check_keys(block, TOKENIZER_KEYS, "tokenizer")
+        source = block.get("source", "union")
+        tokens = block.get("tokens") or {}
+        if not isinstance(tokens, Mapping):
+            raise MergeConfigError("tokenizer.tokens must be a mapping of token -> {source: ...}")
+        pad = block.get("pad_to_multiple_of")
+        if pad is not None and (type(pad) is not int or pad <= 0):
+            raise MergeConfigError(f"tokenizer.pad_to_multiple_of must be a positive whole number, got {pad!r}")
+    if source is None:
+        return None, dict(tokens), pad
+    source = _text(source, "tokenizer_source")
+    if source.startswith("model:"):
+        source = source.removeprefix("model:").strip()
+    if source == "base" and base is None:
+        raise MergeConfigError("tokenizer_source: base needs base_model")
+    if source not in ("base", "union") and source not in {m.ref for m in inputs}:
+        raise MergeConfigError(f"tokenizer_source: {source!r} is not one of the input models, 'base' or 'union'")
+    return source, dict(tokens), pad
 
 
 def _resolve_path(ref: str, base_dir: Path) -> Path:
@@ -253,6 +386,13 @@ def validate_value(value: Any, param: Param, where: str = "") -> Any:
         if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
             return value.strip().lower() in _TRUE
         raise MergeConfigError(f"{label}: expected true or false, got {value!r}")
+    if param.optional and value is None:
+        return None
+    if param.kind is int:
+        number = validate_value(value, Param(param.name, float), where)
+        if number != int(number):
+            raise MergeConfigError(f"{label}: expected a whole number, got {value!r}")
+        return int(number)
     if param.kind is float:
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             raise MergeConfigError(f"{label}: expected a number, got {value!r}")

@@ -24,7 +24,8 @@ from genlab.merging.checkpoint import Source, TensorInfo, open_source
 from genlab.merging.config import MergeConfig, ModelEntry, parse_config, resolve_param
 from genlab.merging.curriculum import ConflictMeter, curriculum_order, progressive_merge_tensor, schedule_alphas
 from genlab.merging.errors import CheckpointError, MergeConfigError
-from genlab.merging.methods import get_method, gta_merge, linear_merge
+from genlab.merging.methods import get_method, merge_tensor
+from genlab.merging.sparsify import TRIMS
 
 _LAYER = re.compile(r"\.(\d+)\.")
 
@@ -34,12 +35,14 @@ class TensorJob:
     """How one output tensor is made."""
 
     name: str
-    reads: tuple[str, ...]  # the name each input (config order) stores it under
+    models: tuple[int, ...]  # the inputs (indices into config.inputs), in mergekit's model order
+    reads: tuple[str, ...]  # the name each of them stores it under
+    base: int | None  # position of the base in `models` (methods that treat the base apart)
     merge_dtype: torch.dtype  # inputs are cast to this before merging
     out: TensorInfo  # name, dtype and shape written
     copy: bool  # a non-floating buffer: copied, all inputs must agree
     shared: dict[str, Any]
-    per_model: tuple[dict[str, Any], ...]  # resolved per-model parameters, config order ({} for a GTA base)
+    per_model: tuple[dict[str, Any], ...]  # resolved per-model parameters, job order ({} for a base kept apart)
 
     @property
     def label(self) -> str:
@@ -53,6 +56,7 @@ class MergePlan:
     jobs: list[TensorJob]
     order: list[int]  # cmm: expert indices (into config.experts) in merge order; else list order
     capability: list[float] | None = None
+    n_layers: int | None = None  # the slices form: layers of the output model
 
     @property
     def nbytes(self) -> int:
@@ -67,15 +71,33 @@ def plan_merge(config: MergeConfig, sources: Sequence[Source]) -> MergePlan:
     conflict ranking, which needs a pass over the weights)."""
     if len(sources) != len(config.inputs):
         raise ValueError("one source per input model is needed")
-    names = _output_names(config, sources)
-    layers = _layer_positions(names)
-    jobs = [_job(config, sources, name, layers.get(name, 0.0)) for name in names]
+    n_layers = None
+    if config.slices is not None:
+        specs, n_layers = slice_specs(config, sources)
+    else:
+        names = _output_names(config, sources)
+        layers = _layer_positions(names)
+        everyone = tuple(range(len(config.inputs)))
+        specs = [(name, everyone, tuple(s.resolve(name) for s in sources), _models_base(config),
+                  layers.get(name, 0.0), _model_scopes(config)) for name in names]  # fmt: skip
+    jobs = [_job(config, sources, *spec) for spec in specs]
     # mergekit's execution order: by label; a tensor read under another's name (a tied lm_head) runs after it
     jobs.sort(key=lambda j: (j.label, j.name != j.label, j.name))
-    plan = MergePlan(config, jobs, list(range(len(config.experts))))
+    plan = MergePlan(config, jobs, list(range(len(config.experts))), n_layers=n_layers)
     if config.method.name == "cmm":
         _order_experts(plan, sources)
     return plan
+
+
+def _models_base(config: MergeConfig) -> int | None:
+    if not config.method.uses_base:
+        return None
+    return next((i for i, m in enumerate(config.inputs) if m.is_base), None)
+
+
+def _model_scopes(config: MergeConfig) -> tuple[list[Mapping[str, Any]], ...]:
+    """Per input, its parameter settings from the highest precedence down (the models form)."""
+    return tuple([m.parameters, config.parameters] for m in config.inputs)
 
 
 def _output_names(config: MergeConfig, sources: Sequence[Source]) -> list[str]:
@@ -103,12 +125,114 @@ def _layer_positions(names: Sequence[str]) -> dict[str, float]:
     return out
 
 
-def _job(config: MergeConfig, sources: Sequence[Source], name: str, t: float) -> TensorJob:
-    reads = tuple(s.resolve(name) for s in sources)
-    infos = [s.infos[r] for s, r in zip(sources, reads)]
+# -- the slices form (layer stacking, "frankenmerges") ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LayerLayout:
+    """A checkpoint's numbered layers: ``prefix.N.suffix`` names, and the tensors outside them."""
+
+    prefix: str
+    layers: dict[int, list[str]]  # layer number -> the suffixes of its tensors
+    outside: list[str]
+
+    @property
+    def n_layers(self) -> int:
+        return max(self.layers) + 1 if self.layers else 0
+
+
+def layer_layout(source: Source) -> LayerLayout:
+    """Find the one numbered-layer stack (``model.layers.N.…`` for Llama); the slices form needs exactly one."""
+    prefixes: dict[str, dict[int, list[str]]] = {}
+    outside = []
+    for name in source.infos:
+        m = _LAYER.search(name)
+        if m is None:
+            outside.append(name)
+            continue
+        prefixes.setdefault(name[: m.start()], {}).setdefault(int(m.group(1)), []).append(name[m.end() :])
+    if len(prefixes) != 1:
+        found = ", ".join(sorted(prefixes)) or "none"
+        raise CheckpointError(
+            f"model {source.label!r}: the slices form needs one stack of numbered layers, found {found}"
+        )
+    ((prefix, layers),) = prefixes.items()
+    return LayerLayout(prefix, layers, outside)
+
+
+def _is_pre(name: str) -> bool:
+    """Tensors before the layer stack (embeddings), as opposed to after it (final norm, output head)."""
+    return "embed" in name or name.split(".")[-2:-1] in (["wte"], ["wpe"])
+
+
+def slice_specs(config: MergeConfig, sources: Sequence[Source]):
+    """mergekit's plan for ``slices``: the embeddings from the first slice's sources, output layer k (numbered
+    consecutively across slices) from layer ``start + i`` of every source of its slice with t = i / (n − 1), the
+    tensors after the layers (norm, head) from the last slice's sources; t = 0 outside layers."""
+    slices = config.slices
+    layouts = {i: layer_layout(sources[i]) for sl in slices for i in (s.model for s in sl.sources)}
+    for sl in slices:
+        for src in sl.sources:
+            lay = layouts[src.model]
+            if src.layer_range[1] > lay.n_layers:
+                raise CheckpointError(f"model {config.inputs[src.model].ref!r} has {lay.n_layers} layers; "
+                                      f"layer_range {list(src.layer_range)} reaches past them")  # fmt: skip
+    specs = []
+
+    def add(name: str, sl, reads: Sequence[str], t: float) -> None:
+        models = tuple(s.model for s in sl.sources)
+        base = models.index(sl.base) if sl.base is not None else None
+        scopes = tuple([s.parameters, sl.parameters, config.parameters] for s in sl.sources)
+        specs.append((name, models, tuple(reads), base, t, scopes))
+
+    def ends(sl, pre: bool) -> None:
+        names = dict.fromkeys(n for s in sl.sources for n in layouts[s.model].outside if _is_pre(n) == pre)
+        for name in names:
+            reads = []
+            for s in sl.sources:
+                read = sources[s.model].resolve(name)
+                if read is None:
+                    raise CheckpointError(f"tensor {name!r} is missing from model {config.inputs[s.model].ref!r}")
+                reads.append(read)
+            add(name, sl, reads, 0.0)
+
+    ends(slices[0], pre=True)
+    out_layer = 0
+    prefix = layouts[slices[0].sources[0].model].prefix
+    for sl in slices:
+        n = sl.n_layers
+        for i in range(n):
+            t = i / (n - 1) if n > 1 else 1.0
+            first = sl.sources[0]
+            suffixes = layouts[first.model].layers.get(first.layer_range[0] + i, [])
+            for suffix in suffixes:
+                reads = []
+                for s in sl.sources:
+                    lay = layouts[s.model]
+                    read = f"{lay.prefix}.{s.layer_range[0] + i}.{suffix}"
+                    if read not in sources[s.model].infos:
+                        raise CheckpointError(f"tensor {read!r} is missing from model {config.inputs[s.model].ref!r}")
+                    reads.append(read)
+                add(f"{prefix}.{out_layer}.{suffix}", sl, reads, t)
+            out_layer += 1
+    ends(slices[-1], pre=False)
+    return specs, out_layer
+
+
+def _job(
+    config: MergeConfig,
+    sources: Sequence[Source],
+    name: str,
+    models: tuple[int, ...],
+    reads: tuple[str, ...],
+    base: int | None,
+    t: float,
+    scopes: Sequence[Sequence[Mapping[str, Any]]],
+) -> TensorJob:
+    infos = [sources[i].infos[r] for i, r in zip(models, reads)]
     shapes = {i.shape for i in infos}
     if len(shapes) > 1:
-        detail = ", ".join(f"{m.ref}: {tuple(i.shape)}" for m, i in zip(config.inputs, infos))
+        detail = ", ".join(f"{config.inputs[m].ref}: {tuple(i.shape)}" for m, i in zip(models, infos))
         raise CheckpointError(f"tensor {name!r} has different shapes ({detail})")
     dtypes = [config.dtype or i.dtype for i in infos]
     floating = all(d.is_floating_point for d in dtypes)
@@ -118,8 +242,10 @@ def _job(config: MergeConfig, sources: Sequence[Source], name: str, t: float) ->
             f"non-floating tensor {name!r} has different dtypes across models: {sorted(map(str, set(dtypes)))}"
         )
     out = TensorInfo(name, config.out_dtype or merge_dtype, infos[0].shape)
-    shared, per_model = _resolve_parameters(config, name, t) if floating else ({}, ())
-    return TensorJob(name, reads, merge_dtype, out, not floating, shared, per_model)
+    shared, per_model = {}, ()
+    if floating:
+        shared, per_model = _resolve_parameters(config, name, t, models, reads, base, scopes)
+    return TensorJob(name, models, reads, base, merge_dtype, out, not floating, shared, per_model)
 
 
 def _promoted(dtypes: Sequence[torch.dtype]) -> torch.dtype:
@@ -129,22 +255,36 @@ def _promoted(dtypes: Sequence[torch.dtype]) -> torch.dtype:
     return out
 
 
-def _resolve_parameters(config: MergeConfig, name: str, t: float) -> tuple[dict[str, Any], tuple[dict[str, Any], ...]]:
-    """Shared parameters from the top level; per-model ones from the model, then the top level (mergekit's
-    precedence). The base of a task-arithmetic method takes none."""
+def _resolve_parameters(
+    config: MergeConfig,
+    name: str,
+    t: float,
+    models: Sequence[int],
+    reads: Sequence[str],
+    base: int | None,
+    scopes: Sequence[Sequence[Mapping[str, Any]]],
+) -> tuple[dict[str, Any], tuple[dict[str, Any], ...]]:
+    """Shared parameters from the slice / top level (by the output name); per-model ones from the model (source),
+    then the slice, then the top level, by the name the model is read under (mergekit's precedence). A base kept
+    apart takes none."""
     method = config.method
-    shared = {p.name: resolve_param(p, [config.parameters], name, t) for p in method.shared_params}
+    shared_scopes = scopes[0][1:] if scopes else [config.parameters]
+    shared = {p.name: resolve_param(p, shared_scopes, name, t) for p in method.shared_params}
     per_model = []
-    for m in config.inputs:
-        if m.is_base and method.needs_base:
+    for k, (m, read) in enumerate(zip(models, reads)):
+        if k == base:
             per_model.append({})
             continue
-        where = f"model {m.ref!r}, tensor {name!r}"
-        values = {
-            p.name: resolve_param(p, [m.parameters, config.parameters], name, t, where) for p in method.model_params
-        }
+        where = f"model {config.inputs[m].ref!r}, tensor {read!r}"
+        values = {p.name: resolve_param(p, scopes[k], read, t, where) for p in method.model_params}
         _check_della(method.name, values, where)
         per_model.append(values)
+    if method.name == "linear" and shared["normalize"] and sum(p["weight"] for p in per_model) == 0:
+        weights = ", ".join(f"{p['weight']:g}" for p in per_model)
+        raise MergeConfigError(
+            f"tensor {name!r}: linear with normalize divides by the sum of the weights ({weights}), which is 0; "
+            "give weights that do not cancel, or normalize: false"
+        )
     return shared, tuple(per_model)
 
 
@@ -201,69 +341,56 @@ def _load(source: Source, name: str, dtype: torch.dtype) -> torch.Tensor:
     return x if x.dtype == dtype else x.to(dtype)
 
 
-def run_plan(plan: MergePlan, sources: Sequence[Source], seed: int | None = 0) -> Iterator[tuple[str, torch.Tensor]]:
-    """Yield ``(name, merged tensor)`` in plan order, loading each input tensor only when it is needed."""
+def run_plan(
+    plan: MergePlan, sources: Sequence[Source], seed: int | None = 0, trim: str = "mergekit"
+) -> Iterator[tuple[str, torch.Tensor]]:
+    """Yield ``(name, merged tensor)`` in plan order, loading each input tensor only when it is needed.
+    ``trim``: TIES's ranking, ``mergekit`` (bit-identical) or ``threshold`` (see genlab.merging.sparsify)."""
+    if trim not in TRIMS:
+        raise MergeConfigError(f"trim {trim!r}: choose one of {', '.join(TRIMS)}")
     generator = None
     if plan.config.method.random or plan.config.method.name == "cmm":
         generator = torch.Generator()
         generator.manual_seed(0 if seed is None else int(seed))
     for job in plan.jobs:
-        result = _copy(plan.config, sources, job) if job.copy else _merge(plan, sources, job, generator)
+        result = _copy(plan.config, sources, job) if job.copy else _merge(plan, sources, job, generator, trim)
         if result.dtype != job.out.dtype:
             result = result.to(job.out.dtype)
         yield job.name, result
 
 
 def _copy(config: MergeConfig, sources: Sequence[Source], job: TensorJob) -> torch.Tensor:
-    first = _load(sources[0], job.reads[0], job.merge_dtype)
-    for model, source, read in zip(config.inputs[1:], sources[1:], job.reads[1:]):
-        other = _load(source, read, job.merge_dtype)
+    first = _load(sources[job.models[0]], job.reads[0], job.merge_dtype)
+    for m, read in zip(job.models[1:], job.reads[1:]):
+        other = _load(sources[m], read, job.merge_dtype)
         if other.dtype != first.dtype or not torch.equal(other, first):
-            raise CheckpointError(
-                f"non-floating tensor {job.name!r} differs between {config.inputs[0].ref!r} and {model.ref!r}"
-            )
+            raise CheckpointError(f"non-floating tensor {job.name!r} differs between "
+                                  f"{config.inputs[job.models[0]].ref!r} and {config.inputs[m].ref!r}")  # fmt: skip
     return first.clone()
 
 
 def _merge(
-    plan: MergePlan, sources: Sequence[Source], job: TensorJob, generator: torch.Generator | None
+    plan: MergePlan, sources: Sequence[Source], job: TensorJob, generator: torch.Generator | None, trim: str
 ) -> torch.Tensor:
-    cfg, method = plan.config, plan.config.method
+    method = plan.config.method
 
-    def load(i: int) -> torch.Tensor:
-        return _load(sources[i], job.reads[i], job.merge_dtype)
+    def load(k: int) -> torch.Tensor:
+        return _load(sources[job.models[k]], job.reads[k], job.merge_dtype)
 
-    if method.name == "linear":
-        weights = [p["weight"] for p in job.per_model]
-        return linear_merge((load(i) for i in range(len(sources))), weights, job.shared["normalize"])
-    base_i = next(i for i, m in enumerate(cfg.inputs) if m.is_base)
-    experts = [i for i, m in enumerate(cfg.inputs) if not m.is_base]
-    if method.name == "cmm":
-        order = [experts[k] for k in plan.order]
-        return progressive_merge_tensor(
-            load(base_i),
-            (load(i) for i in order),
-            schedule_alphas(len(order), job.shared["schedule"], job.shared["alpha"]),
-            job.shared["step"],
-            [job.per_model[i]["density"] for i in order],
-            generator=generator,
-            lam=job.shared["lambda"],
-        )
-    per = [job.per_model[i] for i in experts]
-    return gta_merge(
-        method,
-        load(base_i),
-        (load(i) for i in experts),
-        len(experts),
-        [p["weight"] for p in per],
-        [p["density"] for p in per],
-        normalize=job.shared["normalize"],
-        rescale=job.shared["rescale"],
-        lam=job.shared["lambda"],
-        int8_mask=job.shared["int8_mask"],
-        gamma=[p.get("gamma", 0.01) for p in per],
-        epsilon=[p.get("epsilon", 0.15) for p in per],
+    if method.name != "cmm":
+        loaders = [lambda k=k: load(k) for k in range(len(job.models))]
+        return merge_tensor(method, loaders, job.base, job.per_model, job.shared, generator, trim=trim)
+    # cmm (models form: job positions are config.inputs indices): progressive merging in curriculum order
+    cfg_experts = [i for i, m in enumerate(plan.config.inputs) if not m.is_base]
+    order = [cfg_experts[k] for k in plan.order]
+    return progressive_merge_tensor(
+        load(job.base),
+        (load(i) for i in order),
+        schedule_alphas(len(order), job.shared["schedule"], job.shared["alpha"]),
+        job.shared["step"],
+        [job.per_model[i]["density"] for i in order],
         generator=generator,
+        lam=job.shared["lambda"],
     )
 
 

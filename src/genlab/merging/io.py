@@ -8,6 +8,7 @@ generation files when present (the files mergekit copies), and the configuration
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from pathlib import Path
 from genlab.merging.checkpoint import SafetensorsSource, Source
 from genlab.merging.config import MergeConfig, load_config
 from genlab.merging.engine import MergePlan, plan_merge, run_plan
-from genlab.merging.errors import CheckpointError
+from genlab.merging.errors import CheckpointError, MergeConfigError, MergeError
 from genlab.merging.writer import DEFAULT_SHARD_BYTES, ShardedWriter, atomic_dir, plan_shards
 
 # mergekit's list (merge.py, _copy_tokenizer): copied from the donor model when it has a tokenizer.
@@ -70,26 +71,31 @@ def merge_to_folder(
     copy_tokenizer: bool = True,
     force: bool = False,
     mmap: bool = False,
-    on_tensor: Callable[[str], None] | None = None,
+    on_tensor: Callable[[str, int, int], None] | None = None,
+    trim: str = "mergekit",
+    write_model_card: bool = True,
 ) -> MergeSummary:
     """Merge the checkpoints a configuration names into the folder ``out`` (see the module docstring).
 
     Everything that can be checked from the headers is checked before the output is created; an error while
-    merging removes the partial output, so ``out`` either holds a complete merge or is left as it was."""
+    merging removes the partial output, so ``out`` either holds a complete merge or is left as it was.
+    ``on_tensor(name, done, total)`` is called after each tensor is written; ``trim``: TIES's ranking
+    (``mergekit``: bit-identical; ``threshold``: no sort, see genlab.merging.sparsify.magnitude)."""
     start = time.perf_counter()
     cfg = config if isinstance(config, MergeConfig) else load_config(config)
+    check_out_apart(out, [m.path for m in cfg.inputs])
     sources = open_inputs(cfg, mmap)
     plan = plan_merge(cfg, sources)
     _check_tokenizers(cfg)
-    side = _side_files(cfg, copy_tokenizer)
+    side = _side_files(cfg, copy_tokenizer, plan.n_layers, write_model_card)
     shards = plan_shards([j.out for j in plan.jobs], max_shard_bytes)
     with atomic_dir(out, force) as tmp:
         writer = ShardedWriter(tmp, shards)
         try:
-            for name, tensor in run_plan(plan, sources, seed):
+            for done, (name, tensor) in enumerate(run_plan(plan, sources, seed, trim), 1):
                 writer.write(name, tensor)
                 if on_tensor is not None:
-                    on_tensor(name)
+                    on_tensor(name, done, len(plan.jobs))
             writer.finish()
         finally:
             writer.abort()
@@ -102,6 +108,16 @@ def merge_to_folder(
                 (tmp / name).write_text(content)
     return MergeSummary(Path(out), cfg.method.name, len(plan.jobs), plan.nbytes, len(shards),
                         time.perf_counter() - start, _order_names(plan))  # fmt: skip
+
+
+def check_out_apart(out: str | Path, inputs: list[Path]) -> None:
+    """Refuse an output folder that is an input, holds one or lies inside one (``--force`` would delete it)."""
+    o = Path(os.path.realpath(out))
+    for p in inputs:
+        q = Path(os.path.realpath(p))
+        if o == q or o in q.parents or (q.is_dir() and q in o.parents):
+            what = "is" if o == q else ("contains" if o in q.parents else "is inside")
+            raise MergeError(f"the output {out} {what} the input {p}; choose another --out")
 
 
 def _order_names(plan: MergePlan) -> list[str] | None:
@@ -123,19 +139,28 @@ def _has_tokenizer(folder: Path) -> bool:
     )
 
 
+def _tokenizer_donor(cfg: MergeConfig) -> Path | None:
+    """The folder the tokenizer comes from: ``tokenizer_source`` (base, union or a model), else the donor."""
+    src = cfg.tokenizer_source
+    if src is None or src in ("base", "union"):
+        return _donor(cfg) if src != "union" or cfg.base is not None else cfg.inputs[0].path
+    return next(m.path for m in cfg.inputs if m.ref == src)
+
+
 def _check_tokenizers(cfg: MergeConfig) -> None:
-    """``tokenizer_source: base`` is supported when every model that has a tokenizer has the base's: genlab does
-    not remap vocabularies (mergekit does, building a union or permuting embedding rows)."""
+    """``tokenizer_source`` (base, union, a model) is supported when every model that has a tokenizer has the same
+    one: then mergekit's union is that vocabulary and its embedding permutation the identity. genlab does not
+    remap differing vocabularies (mergekit does, building a union and permuting embedding rows)."""
     if cfg.tokenizer_source is None:
         return
-    donor = _donor(cfg)
-    if donor is None or not _has_tokenizer(donor):
-        raise CheckpointError(f"tokenizer_source: base, but the base model {cfg.base.ref!r} has no tokenizer files")
+    donor = _tokenizer_donor(cfg)
+    if donor is None or not donor.is_dir() or not _has_tokenizer(donor):
+        raise CheckpointError(f"tokenizer_source: {cfg.tokenizer_source}, but {donor} has no tokenizer files")
     ref = _tokenizer_bytes(donor)
     for m in cfg.inputs:
         if m.path.is_dir() and _has_tokenizer(m.path) and _tokenizer_bytes(m.path) != ref:
             raise CheckpointError(
-                f"model {m.ref!r} has a different tokenizer from the base; genlab merge does not remap vocabularies"
+                f"model {m.ref!r} has a different tokenizer from {donor}; genlab merge does not remap vocabularies"
             )
 
 
@@ -144,22 +169,64 @@ def _tokenizer_bytes(folder: Path) -> dict[str, bytes]:
     return {n: (folder / n).read_bytes() for n in names if (folder / n).exists()}
 
 
-def _side_files(cfg: MergeConfig, copy_tokenizer: bool) -> dict[str, str | Path]:
+def _side_files(
+    cfg: MergeConfig, copy_tokenizer: bool, n_layers: int | None = None, card: bool = True
+) -> dict[str, str | Path]:
     """Files written next to the weights: text to write, or a path to copy (read before the output exists)."""
     files: dict[str, str | Path] = {}
     if cfg.text:
         files["genlab_merge.yml"] = cfg.text
+    if card:
+        from genlab.merging.card import model_card
+
+        files["README.md"] = model_card(cfg, cfg.text or "")
     donor = _donor(cfg)
-    if donor is None:
-        return files
-    if (donor / "config.json").exists():
-        files["config.json"] = json.dumps(_out_model_config(cfg, donor), indent=2) + "\n"
-    if (copy_tokenizer or cfg.tokenizer_source) and _has_tokenizer(donor):
-        files.update({name: donor / name for name in TOKENIZER_FILES if (donor / name).exists()})
+    if donor is not None and (donor / "config.json").exists():
+        files["config.json"] = json.dumps(_out_model_config(cfg, donor, n_layers), indent=2) + "\n"
+    tok = _tokenizer_donor(cfg)
+    if tok is not None and tok.is_dir() and (copy_tokenizer or cfg.tokenizer_source) and _has_tokenizer(tok):
+        files.update({name: tok / name for name in TOKENIZER_FILES if (tok / name).exists()})
+        if cfg.chat_template:
+            files.update(_chat_template_files(cfg, tok))
     return files
 
 
-def _out_model_config(cfg: MergeConfig, donor: Path) -> dict:
+def _chat_template_files(cfg: MergeConfig, tok: Path) -> dict[str, str]:
+    """``chat_template``: a Jinja template as given, or ``auto`` (the template most of the inputs use), written
+    as ``chat_template.jinja`` (which transformers reads first) and dropped from tokenizer_config.json."""
+    template = cfg.chat_template
+    if template == "auto":
+        found = [t for m in cfg.inputs if m.path.is_dir() and (t := _chat_template_of(m.path))]
+        if not found:
+            return {}
+        from collections import Counter
+
+        template = Counter(found).most_common(1)[0][0]
+    elif "{" not in template:
+        raise MergeConfigError(
+            f"chat_template {template!r}: give a Jinja template or 'auto' (genlab has no named templates)"
+        )
+    tok_cfg = json.loads((tok / "tokenizer_config.json").read_text())
+    tok_cfg.pop("chat_template", None)
+    return {"chat_template.jinja": template, "tokenizer_config.json": json.dumps(tok_cfg, indent=2) + "\n"}
+
+
+def _chat_template_of(folder: Path) -> str | None:
+    if (folder / "chat_template.jinja").exists():
+        return (folder / "chat_template.jinja").read_text().strip() or None
+    try:
+        t = json.loads((folder / "tokenizer_config.json").read_text()).get("chat_template")
+    except (OSError, ValueError):
+        return None
+    if isinstance(t, list):  # named templates: the default one
+        t = next((x.get("template") for x in t if isinstance(x, dict) and x.get("name") == "default"), None)
+    return t.strip() if isinstance(t, str) and t.strip() else None
+
+
+LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+
+
+def _out_model_config(cfg: MergeConfig, donor: Path, n_layers: int | None = None) -> dict:
     try:
         model_cfg = json.loads((donor / "config.json").read_text())
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -170,4 +237,9 @@ def _out_model_config(cfg: MergeConfig, donor: Path) -> dict:
         keys = [k for k in ("torch_dtype", "dtype") if k in model_cfg] or ["torch_dtype"]
         for k in keys:
             model_cfg[k] = name
+    if n_layers is not None and isinstance(model_cfg, dict):  # slices: the stacked model's depth
+        key = next((k for k in LAYER_COUNT_KEYS if k in model_cfg), None)
+        if key is None:
+            raise CheckpointError(f"{donor / 'config.json'}: no layer count ({', '.join(LAYER_COUNT_KEYS)}) to set")
+        model_cfg[key] = n_layers
     return model_cfg

@@ -24,23 +24,28 @@ from typing import Any
 
 import torch
 
+from genlab.merging import geometric
 from genlab.merging.errors import MergeConfigError
 from genlab.merging.sparsify import sparsify
+
+REQUIRED: Any = object()  # the default of a parameter that has none
 
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter of a method: ``shared`` (one value per tensor) or per expert; ``None`` default = required."""
+    """One parameter of a method: ``shared`` (one value per tensor) or per input model (per expert when the
+    method treats the base apart); a ``REQUIRED`` default means there is none. ``optional``: None is a value."""
 
     name: str
     kind: type
-    default: Any = None
+    default: Any = REQUIRED
     shared: bool = True
     choices: tuple[str, ...] = ()
+    optional: bool = False
 
     @property
     def required(self) -> bool:
-        return self.default is None
+        return self.default is REQUIRED
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,31 @@ class Method:
     description: str = ""
     reference: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    takes_base: bool | None = None  # the base is treated apart (default: needs_base); else it is one more input
+    min_inputs: int = 1
+    max_inputs: int | None = None
+    min_experts: int = 0  # inputs besides the base
+    max_experts: int | None = None
+    pretty: str = ""
+
+    @property
+    def title(self) -> str:
+        """mergekit's display name (model cards)."""
+        return self.pretty or _TITLES.get(self.name, self.name)
+
+    @property
+    def uses_base(self) -> bool:
+        return self.needs_base if self.takes_base is None else self.takes_base
+
+    def check_inputs(self, n_inputs: int, has_base: bool, where: str) -> None:
+        """mergekit's input contract: how many inputs (and experts besides the base) one tensor may have."""
+        n_experts = n_inputs - int(has_base and self.uses_base)
+        counts = (("inputs", n_inputs, self.min_inputs, self.max_inputs),
+                  ("models besides the base", n_experts, self.min_experts, self.max_experts))  # fmt: skip
+        for what, n, lo, hi in counts:
+            if n < lo or (hi is not None and n > hi):
+                span = f"exactly {lo}" if lo == hi else (f"at least {lo}" if hi is None else f"{lo} to {hi}")
+                raise MergeConfigError(f"{where}: {self.name} takes {span} {what}, got {n}")
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -67,6 +97,13 @@ class Method:
     @property
     def model_params(self) -> tuple[Param, ...]:
         return tuple(p for p in self.params if not p.shared)
+
+
+_TITLES = {
+    "linear": "Linear", "task_arithmetic": "Task Arithmetic", "ties": "TIES", "dare_ties": "DARE TIES",
+    "dare_linear": "Linear DARE", "breadcrumbs": "Model Breadcrumbs", "breadcrumbs_ties": "Model Breadcrumbs with TIES",
+    "della": "DELLA", "della_linear": "Linear DELLA", "cmm": "Curriculum Model Merging",
+}  # fmt: skip
 
 
 def _gta(
@@ -83,7 +120,7 @@ def _gta(
         Param("normalize", bool, normalize),
         Param("rescale", bool, rescale),
         Param("lambda", float, 1.0),
-        Param("weight", float, None, shared=False),
+        Param("weight", float, shared=False),
         Param("density", float, 1.0, shared=False),
     ]
     if sparsification == "magnitude_outliers":
@@ -99,13 +136,14 @@ def _gta(
         random=sparsification in ("random", "della_magprune"),
         description=description,
         reference=reference,
+        min_experts=1,
     )
 
 
 LINEAR = Method(
     "linear",
     needs_base=False,
-    params=(Param("weight", float, None, shared=False), Param("normalize", bool, True)),
+    params=(Param("weight", float, shared=False), Param("normalize", bool, True)),
     description="weighted average of the models (weights normalised to sum 1 by default)",
     reference="https://arxiv.org/abs/2203.05482",
 )
@@ -205,11 +243,69 @@ CMM = Method(
 )
 METHODS[CMM.name] = CMM
 
+# mergekit's other methods (see genlab.merging.geometric and sce_merge below)
+SLERP = Method(
+    "slerp",
+    needs_base=True,
+    params=(Param("t", float),),
+    min_inputs=2,
+    max_inputs=2,
+    pretty="SLERP",
+    description="spherical interpolation from the base (t = 0) to the other model (t = 1)",
+    reference="https://en.wikipedia.org/wiki/Slerp",
+)
+NUSLERP = Method(
+    "nuslerp",
+    needs_base=False,
+    takes_base=True,
+    min_experts=2,
+    max_experts=2,
+    pretty="NuSLERP",
+    params=(
+        Param("weight", float, shared=False),
+        Param("nuslerp_row_wise", bool, False),
+        Param("nuslerp_flatten", bool, True),
+    ),
+    description="spherical interpolation of two models (their task vectors when there is a base), t from the weights",
+)
+MODEL_STOCK = Method(
+    "model_stock",
+    needs_base=True,
+    params=(Param("filter_wise", bool, False),),
+    min_inputs=3,
+    pretty="Model Stock",
+    description="interpolate the experts' mean towards the base by their task vectors' mean cosine",
+    reference="https://arxiv.org/abs/2403.19522",
+)
+KARCHER = Method(
+    "karcher",
+    needs_base=False,
+    params=(Param("max_iter", int, 10), Param("tol", float, 1e-5)),
+    pretty="Karcher Mean",
+    description="Riemannian (Karcher) mean of the models' directions, times their mean norm",
+    reference="https://arxiv.org/abs/2603.04972",
+)
+SCE = Method(
+    "sce",
+    needs_base=True,
+    params=(Param("int8_mask", bool, False), Param("select_topk", float, 1.0)),
+    pretty="SCE",
+    description="select the top-variance entries, weight task vectors by mean square, TIES sign election",
+    reference="https://arxiv.org/abs/2408.07990",
+)
+PASSTHROUGH = Method(
+    "passthrough",
+    needs_base=False,
+    params=(Param("scale", float, None, shared=False, optional=True),),
+    max_inputs=1,
+    pretty="Passthrough",
+    description="copy the one input (optionally scaled): layer stacking",
+)
+for _m in (SLERP, NUSLERP, MODEL_STOCK, KARCHER, SCE, PASSTHROUGH):
+    METHODS[_m.name] = _m
+
 # mergekit methods we do not implement (a config naming one gets a clear error, not a silent fallback).
-MERGEKIT_ONLY = (
-    "slerp", "nuslerp", "multislerp", "karcher", "model_stock", "passthrough", "arcee_fusion", "sce",
-    "nearswap", "ram", "ramplus_tl",
-)  # fmt: skip
+MERGEKIT_ONLY = ("multislerp", "arcee_fusion", "nearswap", "ram", "ramplus_tl")
 
 
 def get_method(name: str) -> Method:
@@ -256,10 +352,13 @@ def gta_merge(
     gamma: Sequence[float] | None = None,
     epsilon: Sequence[float] | None = None,
     generator: torch.Generator | None = None,
+    trim: str = "mergekit",
 ) -> torch.Tensor:
     """One tensor of a generalized task-arithmetic merge. ``experts`` may be a generator that loads each
-    expert tensor when asked (only one is held at a time); every tensor must already be in the merge dtype.
-    ``consensus`` overrides the method's sign election (``"sum"``, ``"count"``, or ``"none"``)."""
+    expert tensor when asked; every tensor must already be in the merge dtype. ``consensus`` overrides the
+    method's sign election (``"sum"``, ``"count"``, or ``"none"``); ``trim`` is TIES's ranking (see
+    :func:`genlab.merging.sparsify.magnitude`). A deterministic sparsification of mid-sized tensors (2¹⁶ to 2²⁴
+    elements) runs on two threads, one expert each; random ones draw in expert order."""
     normalize = method.param("normalize").default if normalize is None else normalize
     rescale = method.param("rescale").default if rescale is None else rescale
     consensus = method.consensus if consensus is None else (None if consensus == "none" else consensus)
@@ -267,23 +366,42 @@ def gta_merge(
     if n_experts == 0:
         return base
     deltas = base.new_empty((n_experts, *base.shape))
-    count = 0
-    for i, expert in enumerate(experts):
+
+    def task_vector(i: int, expert: torch.Tensor, out: torch.Tensor = deltas) -> None:
+        if not method.sparsification:
+            torch.sub(expert, base, out=out[i])  # the same bits as expert - base, without a temporary
+            return
         delta = expert - base
         del expert
-        if method.sparsification:
-            delta = sparsify(
-                delta,
-                method.sparsification,
-                density[i],
-                rescale,
-                generator,
-                gamma=gamma[i] if gamma else 0.01,
-                epsilon=epsilon[i] if epsilon else 0.15,
-            )
-        deltas[i] = delta
-        del delta
-        count += 1
+        delta = sparsify(
+            delta,
+            method.sparsification,
+            density[i],
+            rescale,
+            generator,
+            gamma=gamma[i] if gamma else 0.01,
+            epsilon=epsilon[i] if epsilon else 0.15,
+            trim=trim,
+        )
+        out[i] = delta
+
+    count = 0
+    parallel = method.sparsification in ("magnitude", "magnitude_outliers") and n_experts > 1
+    if parallel and PARALLEL_MIN <= base.numel() <= PARALLEL_MAX:
+        pending = []
+        for i, expert in enumerate(experts):
+            if len(pending) >= 2:
+                pending.pop(0).result()
+            pending.append(_pool().submit(task_vector, i, expert))
+            del expert
+            count += 1
+        for f in pending:
+            f.result()
+    else:
+        for i, expert in enumerate(experts):
+            task_vector(i, expert)
+            del expert
+            count += 1
     if count != n_experts:
         raise ValueError(f"expected {n_experts} expert tensors, got {count}")
     weights = torch.tensor(list(weight), dtype=deltas.dtype, device=deltas.device)
@@ -305,6 +423,21 @@ def gta_merge(
     if lam != 1:
         mixed *= lam
     return (base + mixed).to(base.dtype)
+
+
+PARALLEL_MIN = 1 << 16  # elements: smaller tensors are not worth a thread hop
+PARALLEL_MAX = 1 << 24  # elements: above this, argsort's scratch (~24 bytes an element) for two experts at once
+#                         would set the peak memory; the largest tensors (embeddings) run one expert at a time
+_POOL = None
+
+
+def _pool():
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="genlab-merge")
+    return _POOL
 
 
 def linear_merge(tensors: Iterable[torch.Tensor], weight: Sequence[float], normalize: bool = True) -> torch.Tensor:
@@ -331,6 +464,41 @@ def linear_merge(tensors: Iterable[torch.Tensor], weight: Sequence[float], norma
     return result.to(first_dtype)
 
 
+def sce_merge(base: torch.Tensor, experts: Sequence[torch.Tensor], select_topk: float = 1.0,
+              int8_mask: bool = False) -> torch.Tensor:  # fmt: skip
+    """SCE (Wan et al. 2024): keep the ``select_topk`` fraction of entries whose task vectors vary most across the
+    experts, weight each task vector by its mean square (normalised to sum 1), elect signs by mass (TIES) and take
+    the weighted mean of the agreeing entries."""
+    if not experts:
+        return base
+    mask_dtype = torch.int8 if int8_mask else base.dtype
+    deltas = torch.stack([e - base for e in experts], dim=0)
+    if select_topk < 1:
+        deltas = deltas * top_variance_mask(deltas, select_topk, mask_dtype).unsqueeze(0)
+    agree = sign_mask(deltas, "sum", mask_dtype)
+    power = deltas.square().reshape(deltas.shape[0], -1).mean(dim=1)
+    total = torch.sum(power).item()
+    weights = torch.ones_like(power) / power.shape[0] if abs(total) < 1e-6 else power / total
+    while weights.dim() < deltas.dim():
+        weights = weights.unsqueeze(-1)
+    kept = weights * agree
+    return base + (deltas * kept).sum(dim=0) / torch.sum(kept, dim=0).clamp(min=1e-6)
+
+
+def top_variance_mask(deltas: torch.Tensor, fraction: float, mask_dtype: torch.dtype) -> torch.Tensor:
+    """1 at the ``int(fraction · #nonzero variances)`` entries of largest variance across experts, else 0."""
+    if fraction <= 0:
+        return torch.zeros_like(deltas[0], dtype=mask_dtype)
+    if fraction >= 1:
+        return torch.ones_like(deltas[0], dtype=mask_dtype)
+    var = torch.var(deltas, dim=0, unbiased=False)
+    k = int(torch.count_nonzero(var) * fraction)
+    mask = torch.zeros_like(var, dtype=mask_dtype)
+    if k:
+        mask.view(-1)[torch.topk(var.abs().view(-1), k=k, largest=True).indices] = 1
+    return mask
+
+
 def merge_tensor(
     method: str | Method,
     tensors: Sequence[torch.Tensor] | Sequence[Callable[[], torch.Tensor]],
@@ -339,31 +507,64 @@ def merge_tensor(
     shared: Mapping[str, Any] | None = None,
     generator: torch.Generator | None = None,
     consensus: str | None = None,
+    trim: str = "mergekit",
 ) -> torch.Tensor:
-    """Merge one tensor. ``tensors`` are the inputs (or zero-argument loaders) in model order, ``base_index``
-    which one is the base (required by every method but ``linear``), ``model_params[i]`` the per-model parameters
-    (``weight``, ``density``, ...) of input i (ignored for the base of task-arithmetic methods) and ``shared`` the
-    method-wide ones (``normalize``, ``lambda``, ``rescale``, ``int8_mask``). Inputs must share dtype and shape."""
+    """Merge one tensor with any method but ``cmm``. ``tensors`` are the inputs (or zero-argument loaders) in
+    model order, ``base_index`` which one is the base (None when there is none, or for a method that does not
+    treat the base apart: linear, karcher, passthrough), ``model_params[i]`` the per-model parameters (``weight``,
+    ``density``, ``scale``, ...) of input i (ignored for the base) and ``shared`` the method-wide ones (``normalize``,
+    ``lambda``, ``t``, ...; defaults filled in). Inputs must share dtype and shape."""
     m = get_method(method) if isinstance(method, str) else method
-    shared = dict(shared or {})
+    shared = {p.name: p.default for p in m.shared_params if not p.required} | dict(shared or {})
+    missing = [p.name for p in m.shared_params if p.name not in shared]
+    if missing:
+        raise MergeConfigError(f"{m.name} needs the parameter {missing[0]!r}")
     load = [t if callable(t) else (lambda t=t: t) for t in tensors]
-    if m.name == "linear":
-        weights = [float(p["weight"]) for p in model_params]
-        return linear_merge((f() for f in load), weights, bool(shared.get("normalize", True)))
-    if base_index is None:
+    if not m.uses_base:
+        base_index = None
+    if base_index is None and m.needs_base:
         raise MergeConfigError(f"{m.name} needs a base model")
     others = [i for i in range(len(load)) if i != base_index]
     per = [model_params[i] for i in others]
 
-    def column(name: str, default: Any) -> list[Any]:
+    def column(name: str, default: Any = REQUIRED) -> list[Any]:
+        if default is REQUIRED and any(name not in p for p in per):
+            raise MergeConfigError(f"{m.name} needs the parameter {name!r} for every model")
         return [p.get(name, default) for p in per]
 
+    def base() -> torch.Tensor:
+        return load[base_index]()
+
+    def experts() -> list[torch.Tensor]:
+        return [load[i]() for i in others]
+
+    if m.name == "linear":
+        return linear_merge((f() for f in load), [float(w) for w in column("weight")], bool(shared["normalize"]))
+    if m.name == "passthrough":
+        (scale,) = column("scale", None)
+        x = load[0]()
+        return x if scale is None else x * scale
+    if m.name == "karcher":
+        return geometric.karcher(experts(), int(shared["max_iter"]), float(shared["tol"]))
+    if m.name == "nuslerp":
+        b = None if base_index is None else base()
+        return geometric.nuslerp_merge(experts(), column("weight"), b, bool(shared["nuslerp_row_wise"]),
+                                       bool(shared["nuslerp_flatten"]))  # fmt: skip
+    if m.name == "slerp":
+        (expert,) = experts()
+        return geometric.slerp(float(shared["t"]), base(), expert)
+    if m.name == "model_stock":
+        return geometric.model_stock(base(), experts(), bool(shared["filter_wise"]))
+    if m.name == "sce":
+        return sce_merge(base(), experts(), float(shared["select_topk"]), bool(shared["int8_mask"]))
+    if m.name == "cmm":
+        raise MergeConfigError("cmm merges whole checkpoints (genlab.merging.merge), not one tensor")
     return gta_merge(
         m,
-        load[base_index](),
+        base(),
         (load[i]() for i in others),
         len(others),
-        [float(w) for w in column("weight", None)],
+        [float(w) for w in column("weight")],
         column("density", 1.0),
         normalize=shared.get("normalize"),
         rescale=shared.get("rescale"),
@@ -373,4 +574,5 @@ def merge_tensor(
         gamma=column("gamma", 0.01),
         epsilon=column("epsilon", 0.15),
         generator=generator,
+        trim=trim,
     )

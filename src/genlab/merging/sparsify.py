@@ -34,19 +34,85 @@ def _apply_mask(tensor: torch.Tensor, mask: torch.Tensor, rescale: bool) -> torc
     return rescale_to_l1(tensor, masked) if rescale else masked
 
 
-def magnitude(tensor: torch.Tensor, density: float, rescale: bool = False) -> torch.Tensor:
-    """TIES trim: keep the ``max(1, int(density·n))`` entries of largest magnitude, zero the rest."""
+TRIMS = ("mergekit", "threshold")
+CHUNK = 1 << 22  # elements per chunk of the threshold trim's integer work
+
+
+def magnitude(tensor: torch.Tensor, density: float, rescale: bool = False, trim: str = "mergekit") -> torch.Tensor:
+    """TIES trim: keep the ``max(1, int(density·n))`` entries of largest magnitude, zero the rest.
+
+    ``trim="mergekit"`` ranks by ``torch.argsort`` as mergekit does (O(n log n)); among entries tied at the k-th
+    magnitude it keeps those the unstable sort happens to put first. ``trim="threshold"`` finds the k-th
+    magnitude exactly by counting bit patterns (:func:`top_k_mask`, O(n), no sort) and keeps the tied entries of
+    lowest index: the same number of entries, the same ones except among those tied at the k-th magnitude."""
     if density >= 1:
         return tensor
     if density <= 0 or tensor.numel() == 0:
         return torch.zeros_like(tensor)
     k = max(1, int(density * tensor.numel()))
+    if trim == "threshold":
+        return _apply_mask(tensor, top_k_mask(tensor, k).to(tensor.dtype), rescale)
     mask = torch.zeros(tensor.numel(), dtype=tensor.dtype, device=tensor.device)
     w = tensor.abs().reshape(-1)
     if w.device.type == "cpu":
         w = w.float()  # argsort of half precision is slow (and absent for some dtypes) on CPU
     mask[torch.argsort(w, descending=True)[:k]] = 1
     return _apply_mask(tensor, mask.reshape_as(tensor), rescale)
+
+
+_INT_VIEW = {torch.bfloat16: torch.int16, torch.float16: torch.int16, torch.float32: torch.int32,
+             torch.float64: torch.int64}  # fmt: skip
+
+
+def top_k_mask(tensor: torch.Tensor, k: int) -> torch.Tensor:
+    """A bool mask of the ``k`` entries of largest magnitude (ties at the k-th magnitude: lowest index first).
+
+    The magnitude of an IEEE float, read as an integer, orders as the float does, so the k-th magnitude is found
+    by counting bit patterns, 16 bits at a time from the top (one ``bincount`` pass for bfloat16 / float16, whose
+    magnitudes have 2¹⁵ patterns), in chunks, without sorting. NaN counts as the largest, as in ``argsort``."""
+    flat = tensor.reshape(-1)
+    n = flat.numel()
+    ints = _INT_VIEW[tensor.dtype]
+    bits = torch.iinfo(ints).bits - 1  # magnitude bits (the sign bit cleared)
+    sign_off = (1 << bits) - 1
+
+    whole = flat.view(ints).bitwise_and(sign_off) if n <= CHUNK else None  # one chunk: compute the keys once
+
+    def keys(s: int, e: int) -> torch.Tensor:
+        return whole if whole is not None else flat[s:e].view(ints).bitwise_and(sign_off)
+
+    spans = [(s, min(s + CHUNK, n)) for s in range(0, n, CHUNK)]
+    prefix, need, shift = 0, k, max(0, bits - 16)  # the threshold, settled 16 bits at a time from the top
+    width = bits - shift
+    known = 0  # bits of the threshold settled so far (from the top)
+    while True:
+        counts = torch.zeros(1 << width, dtype=torch.int64)
+        for s, e in spans:
+            key = keys(s, e)
+            if known:
+                key = key[(key >> (bits - known)) == prefix]
+            digit = key if width == bits else (key >> shift) & ((1 << width) - 1)
+            counts += torch.bincount(digit.to(torch.int32), minlength=1 << width)
+        above = counts.flip(0).cumsum(0)  # above[j]: entries whose digit ≥ 2^width − 1 − j
+        j = int(torch.searchsorted(above, torch.tensor(need)).item())
+        digit = (1 << width) - 1 - j
+        need -= int(above[j - 1].item()) if j > 0 else 0
+        prefix = (prefix << width) | digit
+        known += width
+        if shift == 0:
+            break
+        width = min(16, shift)
+        shift -= width
+    threshold = prefix  # the k-th magnitude's bit pattern; `need` of its ties are kept
+    mask = torch.empty(n, dtype=torch.bool)
+    for s, e in spans:
+        key = keys(s, e)
+        mask[s:e] = key > threshold
+        if need > 0:
+            tied = (key == threshold).nonzero().reshape(-1)[:need]
+            mask[s + tied] = True
+            need -= tied.numel()
+    return mask.reshape(tensor.shape)
 
 
 def _work_dtype(tensor: torch.Tensor) -> torch.dtype:
@@ -125,10 +191,11 @@ def sparsify(
     generator: torch.Generator | None = None,
     gamma: float = 0.01,
     epsilon: float = 0.15,
+    trim: str = "mergekit",
 ) -> torch.Tensor:
-    """Dispatch by mergekit's sparsification name."""
+    """Dispatch by mergekit's sparsification name (``trim``: see :func:`magnitude`)."""
     if method == "magnitude":
-        return magnitude(tensor, density, rescale)
+        return magnitude(tensor, density, rescale, trim)
     if method == "random":
         return bernoulli(tensor, density, rescale, generator)
     if method == "magnitude_outliers":

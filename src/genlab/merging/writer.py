@@ -10,6 +10,7 @@ temporary name next to the destination and renamed into place only when complete
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -139,20 +140,25 @@ class ShardedWriter:
 @contextmanager
 def atomic_dir(dest: str | Path, force: bool = False) -> Iterator[Path]:
     """Yield a fresh temporary folder next to ``dest``; on success rename it to ``dest``, on any error delete
-    it, so ``dest`` is never left half written. An existing non-empty ``dest`` is an error unless ``force``."""
-    dest = Path(dest)
+    it, so ``dest`` is never left half written. An existing non-empty ``dest`` is an error unless ``force``.
+
+    A symlinked ``dest`` stays a link: the folder it points to is the one replaced. The temporary folder's name
+    carries the process id (``.NAME.PID.XXXX.tmp``), so a later run removes what a killed run left behind (a
+    process that no longer exists) and never touches a running merge's folder."""
+    dest = Path(os.path.realpath(dest)) if Path(dest).is_symlink() else Path(dest)
     if dest.exists() and not dest.is_dir():
         raise MergeError(f"output {dest} exists and is not a folder")
     if dest.is_dir() and any(dest.iterdir()) and not force:
         raise MergeError(f"output folder {dest} exists and is not empty (use --force to replace it)")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    clear_leftovers(dest)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.{os.getpid()}.", suffix=".tmp", dir=dest.parent))
     try:
         yield tmp
         os.chmod(tmp, 0o777 & ~_umask())
         old = None
         if dest.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".old", dir=dest.parent))
+            old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.{os.getpid()}.", suffix=".old", dir=dest.parent))
             os.rmdir(old)
             os.rename(dest, old)
         os.rename(tmp, dest)
@@ -161,6 +167,31 @@ def atomic_dir(dest: str | Path, force: bool = False) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def clear_leftovers(dest: Path) -> list[Path]:
+    """Remove ``.NAME.PID.XXXX.tmp`` / ``.old`` siblings of ``dest`` whose process is gone (killed merges)."""
+    removed = []
+    for p in dest.parent.glob(f".{glob.escape(dest.name)}.*"):
+        rest = p.name[len(dest.name) + 2 :]
+        pid, _, tail = rest.partition(".")
+        if not (pid.isdigit() and tail.endswith((".tmp", ".old")) and not p.is_symlink() and p.is_dir()):
+            continue
+        if _alive(int(pid)):
+            continue
+        shutil.rmtree(p, ignore_errors=True)
+        removed.append(p)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _umask() -> int:
