@@ -6,8 +6,7 @@ from genlab.harness.io import flat_scalars
 from genlab.harness.report import claims_rows, latest_groups, tally, write_report
 from genlab.harness.runner import recheck_runs, run_study
 from genlab.harness.store import finished_runs
-from genlab.harness.sweep import expand
-from genlab.stats import mean_se
+from genlab.harness.sweep import expand, mean_se
 
 
 def test_report_groups_seeds_and_keeps_latest_config(tmp_path):

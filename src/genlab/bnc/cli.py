@@ -220,11 +220,11 @@ def _print_tune(r) -> None:
                f"hit the cap")
     typer.echo(f"learned: {r.learned}")
     typer.echo(f"  mean tree size: train {r.train_mean:.2f}, held-out {r.test_mean:.2f}")
-    typer.echo("  pure scores (held-out mean; learned − pure on held-out: mean ± s.e.):")
+    typer.echo("  pure scores (held-out mean; learned − pure on held-out: mean, 95% CI, one-sided p of < 0):")
     for score, row in r.pure.items():
-        se = row["diff_se"]
-        typer.echo(f"    {score:<9} {row['test_mean']:9.2f}   {row['diff_mean']:+.2f} ± "
-                   f"{'nan' if se != se else f'{se:.2f}'}")
+        lo, hi = row["diff_ci"]
+        typer.echo(f"    {score:<9} {row['test_mean']:9.2f}   {row['diff_mean']:+.2f} [{lo:+.2f}, {hi:+.2f}]  "
+                   f"p={row['diff_p']:.2g}")
     typer.echo(f"certified, uniformly over the {r.n_candidates} candidates (Hoeffding + union bound), "
                f"with prob. >= {1 - r.delta:g}: |train − expected| <= eps(N={r.n_train}) = {r.eps_finite:.2f} nodes "
                f"({r.eps_finite / h:.3f} H)")

@@ -196,7 +196,7 @@ def tune(paths: Sequence[str | Path], kind: str = "mixture", budget: int = 15, s
          test_frac: float = 0.5, seed: int = 0, delta: float = 0.05, hidden: int = 4,
          mapper: Mapper | None = None) -> TuneReport:
     """ERM over a fixed candidate set on the training part of ``paths``; held-out means and certificates."""
-    from genlab.stats import paired
+    from genlab.harness import decide
 
     settings = settings or SolverSettings()
     if not 0 < delta < 1:
@@ -208,9 +208,9 @@ def tune(paths: Sequence[str | Path], kind: str = "mixture", budget: int = 15, s
     best = erm(cost[train])
     pure = {}
     for score, j in pure_positions(policies).items():
-        d = paired(cost[test, best], cost[test, j])
+        d = decide.paired(cost[test, best], cost[test, j], below=0.0).test  # learned − pure, per held-out instance
         pure[score] = {"train_mean": float(cost[train, j].mean()), "test_mean": float(cost[test, j].mean()),
-                       "diff_mean": d.mean, "diff_se": d.se, "diff_p": d.p}
+                       "diff_mean": d.effect, "diff_ci": list(d.ci), "diff_p": d.p}
     h = settings.node_limit
     shape = policies[best].structure
     k = int(max(table.int_vars.max(), table.max_candidates.max(), 1))

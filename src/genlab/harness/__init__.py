@@ -10,7 +10,6 @@ from genlab.harness.claims import (
     REPRODUCED,
     Claim,
     Evidence,
-    by_seeds,
     evidence,
 )
 from genlab.harness.config import Range
@@ -36,7 +35,6 @@ __all__ = [
     "Study",
     "UnknownStudyError",
     "all_studies",
-    "by_seeds",
     "decide",
     "evidence",
     "get_study",

@@ -73,13 +73,6 @@ def evidence(held: bool | None, note: str = "", **numbers: Any) -> Evidence:
     return Evidence(None if held is None else bool(held), {k: _plain(v) for k, v in numbers.items()}, note)
 
 
-def by_seeds(held_per_seed: Sequence[bool | None], note: str = "", **numbers: Any) -> Evidence:
-    """Deprecated: an identity held on every internal repeat. Empirical claims use genlab.harness.decision."""
-    helds = [None if h is None else bool(h) for h in held_per_seed]
-    held = all(h is True for h in helds) if helds and None not in helds and len(set(helds)) == 1 else None
-    return evidence(held, note, **numbers)
-
-
 # -- claims and verdicts -------------------------------------------------------------------------------------
 
 _KEY = re.compile(r"^[a-z0-9][a-z0-9-]*$")
