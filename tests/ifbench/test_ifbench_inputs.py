@@ -79,3 +79,16 @@ def test_the_summary_carries_lm_evals_metric_names(prompts):
     summary = evaluate(prompts, ANSWERS).summary()
     assert summary["prompt_level_strict_acc"] == summary["strict"]["prompt_level"] == 0.5
     assert summary["inst_level_loose_acc"] == summary["loose"]["instruction_level"]
+
+
+def test_the_eval_command_names_fields_and_says_which_it_used(tmp_path, capsys):
+    from genlab.ifbench.cli import main
+
+    prompts = _jsonl(tmp_path / "p.jsonl", ROWS)
+    rows = [{"question": r["prompt"], "pred": a} for r, a in zip(ROWS, ANSWERS)]
+    responses = _jsonl(tmp_path / "r.jsonl", rows)
+    code = main(["eval", "--prompts", str(prompts), "--responses", str(responses), "--response-field", "pred",
+                 "--prompt-field", "question", "--json"])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0 and json.loads(out.out)["prompt_level_strict_acc"] == 0.5
+    assert "2 response(s) read from field 'pred'" in out.err

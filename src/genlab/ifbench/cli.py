@@ -86,7 +86,10 @@ def _load_inputs(a: argparse.Namespace) -> tuple[list, dict[str, dict[str, str]]
         label = str(f)
         if label in resp_sets:
             label = f"{f} (#{i + 1})"
-        resp_sets[label] = load_responses(f, fmt=a.format)
+        resp_sets[label] = load_responses(f, fmt=a.format, response_field=a.response_field,
+                                          prompt_field=a.prompt_field)  # fmt: skip
+        print(f"{label}: {resp_sets[label].rows} response(s) read from field '{resp_sets[label].field}'",
+              file=sys.stderr)  # fmt: skip
     return items, resp_sets
 
 
@@ -342,6 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="two response files scored on the same prompts (paired bootstrap B-A)")
     e.add_argument("--format", default="auto", choices=["auto", "jsonl", "parquet", "lm-eval", "inspect"],
                    help=FORMAT_HELP)
+    e.add_argument("--response-field", help="the responses' field (default: the first of response, completion, "
+                   "output, generation, model_output, answer; else the last assistant turn of messages)")
+    e.add_argument("--prompt-field", help="the responses' prompt field (default: prompt, else the last user turn)")
     e.add_argument("--out", "-o", type=Path, help="write result files and an HTML report here")
     e.add_argument("--semantics", default="reference", choices=["reference", "fixed"])
     e.add_argument("--lenient", action="store_true", help="skip unknown instruction ids (warned, counted)")
