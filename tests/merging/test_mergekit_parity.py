@@ -177,7 +177,8 @@ def test_tokenizer_source_with_a_shared_tokenizer_matches_mergekit(tokenized_lla
     src = f"model:{p['a']}" if source == "model:a" else source
     models = _models(p, [("a", {"weight": 0.7}), ("b", {"weight": 0.4})])
     cfg = {"merge_method": "ties", "base_model": str(p["base"]), "tokenizer_source": src,
-           "parameters": {"density": 0.5}, "models": models}  # fmt: skip
+           "parameters": {"density": 0.5}, "models": models,
+           "chat_template": "{% for m in messages %}{{ m['content'] }}{% endfor %}"}  # fmt: skip
     if source == "model:a":  # mergekit's schema reads a model reference without the prefix
         cfg["tokenizer_source"] = str(p["a"])
     run_merge(MergeConfiguration.model_validate(cfg), str(tmp_path / "mk"), MergeOptions(quiet=True))
