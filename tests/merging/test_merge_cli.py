@@ -222,3 +222,26 @@ def test_model_card_tokenizer_source_and_chat_template(setup):
     assert "chat_template" not in json.loads((out / "tokenizer_config.json").read_text())
     (tmp_path / "b" / "tokenizer.json").write_text('{"version": "2.0"}')
     _one_line_exit_2(_invoke(tmp_path, {**cfg, "tokenizer_source": "union"}, "--force"), "does not remap")
+
+
+@pytest.mark.parametrize("n_tokens, pad, ok", [(6, None, True), (5, None, False), (6, 4, False)])
+def test_tokenizer_source_needs_one_embedding_row_per_token(tmp_path, n_tokens, pad, ok):
+    """With a shared tokenizer mergekit's union is the identity only when the embeddings have one row per token
+    (it resizes them otherwise, and pads to pad_to_multiple_of): genlab refuses what it would not reproduce."""
+    vocab = {f"t{i}": i for i in range(n_tokens)}
+    for seed, name in enumerate(("base", "a")):
+        (tmp_path / name).mkdir()
+        g = torch.Generator().manual_seed(seed)
+        save_file(
+            {"model.embed_tokens.weight": torch.randn(6, 4, generator=g)}, str(tmp_path / name / "model.safetensors")
+        )
+        (tmp_path / name / "tokenizer_config.json").write_text("{}")
+        (tmp_path / name / "tokenizer.json").write_text(json.dumps({"model": {"vocab": vocab}, "added_tokens": []}))
+    tokenizer = {"source": "union", **({"pad_to_multiple_of": pad} if pad else {})}
+    cfg = {"merge_method": "task_arithmetic", "base_model": str(tmp_path / "base"), "tokenizer": tokenizer,
+           "models": [{"model": str(tmp_path / "a"), "parameters": {"weight": 0.5}}]}  # fmt: skip
+    res = _invoke(tmp_path, cfg, "--quiet")
+    if ok:
+        assert res.exit_code == 0, res.output
+    else:
+        _one_line_exit_2(res, "mergekit would resize the embeddings")

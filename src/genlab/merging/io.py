@@ -86,7 +86,7 @@ def merge_to_folder(
     check_out_apart(out, [m.path for m in cfg.inputs])
     sources = open_inputs(cfg, mmap)
     plan = plan_merge(cfg, sources)
-    _check_tokenizers(cfg)
+    _check_tokenizers(cfg, plan)
     side = _side_files(cfg, copy_tokenizer, plan.n_layers, write_model_card)
     shards = plan_shards([j.out for j in plan.jobs], max_shard_bytes)
     with atomic_dir(out, force) as tmp:
@@ -147,12 +147,15 @@ def _tokenizer_donor(cfg: MergeConfig) -> Path | None:
     return next(m.path for m in cfg.inputs if m.ref == src)
 
 
-def _check_tokenizers(cfg: MergeConfig) -> None:
+def _check_tokenizers(cfg: MergeConfig, plan: MergePlan | None = None) -> None:
     """``tokenizer_source`` (base, union, a model) is supported when every model that has a tokenizer has the same
-    one: then mergekit's union is that vocabulary and its embedding permutation the identity. genlab does not
-    remap differing vocabularies (mergekit does, building a union and permuting embedding rows)."""
+    one and the embeddings have exactly one row per token: then mergekit's union is that vocabulary and its
+    embedding permutation the identity. genlab does not remap differing vocabularies, resize embeddings to the
+    vocabulary or fill ``tokens`` (mergekit does)."""
     if cfg.tokenizer_source is None:
         return
+    if cfg.tokens:
+        raise MergeConfigError("tokenizer.tokens: genlab merge does not build token embeddings; remove the block")
     donor = _tokenizer_donor(cfg)
     if donor is None or not donor.is_dir() or not _has_tokenizer(donor):
         raise CheckpointError(f"tokenizer_source: {cfg.tokenizer_source}, but {donor} has no tokenizer files")
@@ -162,6 +165,31 @@ def _check_tokenizers(cfg: MergeConfig) -> None:
             raise CheckpointError(
                 f"model {m.ref!r} has a different tokenizer from {donor}; genlab merge does not remap vocabularies"
             )
+    n_tokens = _vocab_size(donor)
+    pad = cfg.pad_to_multiple_of
+    rows = n_tokens if n_tokens is None or not pad else -(-n_tokens // pad) * pad
+    embeddings = [
+        j for j in (plan.jobs if plan else ()) if any(k in j.name for k in ("embed_tokens", "lm_head", "wte"))
+    ]
+    for job in embeddings:
+        if job.out.shape and (n_tokens is None or job.out.shape[0] != n_tokens or rows != n_tokens):
+            have = "an unknown number of" if n_tokens is None else str(n_tokens)
+            raise CheckpointError(
+                f"tokenizer_source: {job.name!r} has {job.out.shape[0]} rows for {have} tokens "
+                f"(padded to {rows}); mergekit would resize the embeddings to the vocabulary, genlab does not"
+            )
+
+
+def _vocab_size(folder: Path) -> int | None:
+    """Tokens in a tokenizer.json (its model's vocabulary and the added tokens), as len(tokenizer.get_vocab())."""
+    try:
+        tok = json.loads((folder / "tokenizer.json").read_text())
+        vocab = tok["model"]["vocab"]
+        names = set(vocab) if isinstance(vocab, dict) else {v[0] for v in vocab}
+        names |= {t["content"] for t in tok.get("added_tokens") or []}
+        return len(names)
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
 
 
 def _tokenizer_bytes(folder: Path) -> dict[str, bytes]:
