@@ -249,6 +249,7 @@ def show_cmd(
     from genlab.harness.describe import describe
 
     info = describe(study, root)
+    _warn_damaged(info.pop("damaged"))
     if as_json:
         print(json.dumps(info, indent=2, default=str))
         return

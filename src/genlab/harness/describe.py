@@ -21,8 +21,8 @@ def describe(name: str, root: Path | str = "runs") -> dict[str, Any]:
     info = load().get(name)
     if info is None:
         info = describe_class(get_study(name))
-    metrics, source = _stored_metric_names(name, Path(root))
-    return {**info, "metrics": metrics, "metrics_from": source}
+    metrics, source, damaged = _stored_metric_names(name, Path(root))
+    return {**info, "metrics": metrics, "metrics_from": source, "damaged": damaged}
 
 
 def describe_class(cls: Any) -> dict[str, Any]:
@@ -64,15 +64,17 @@ def describe_class(cls: Any) -> dict[str, Any]:
     }
 
 
-def _stored_metric_names(study: str, root: Path) -> tuple[list[str], str]:
-    runs = [r for r in scan(root)[0] if r.study == study]
+def _stored_metric_names(study: str, root: Path) -> tuple[list[str], str, list[str]]:
+    """Metric and claim-number names of the study's newest stored run, its path, and the damaged runs seen."""
+    stored, damaged = scan(root)
+    runs = [r for r in stored if r.study == study]
     if not runs:
-        return [], ""
+        return [], "", damaged
     newest = runs[-1]
     names = list(flat_scalars(newest.metrics))
     for v in newest.verdicts:
         names += [f"claim:{v.key}/{k}" for k in flat_scalars(v.numbers)]
-    return names, str(newest.path)
+    return names, str(newest.path), damaged
 
 
 def _type_name(tp: Any) -> str:
