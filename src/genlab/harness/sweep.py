@@ -2,8 +2,8 @@
 
 By default a sweep tabulates what the study is about: each claim's verdict over the cell's seeds (their tests'
 units pooled, as the report does) and the study's headline metrics, mean ± standard error over seeds.
-``--metric`` picks columns instead: a metric path (``acc/id``) or a number a claim reports (``claim:<key>/<number>``); an unknown name is
-an error that lists the close ones.
+``--metric`` picks columns instead: a metric path (``acc/id``) or a number a claim reports
+(``claim:<key>/<number>``); an unknown name is an error that lists the close ones.
 """
 
 from __future__ import annotations
