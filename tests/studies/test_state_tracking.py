@@ -122,7 +122,8 @@ def test_claims_fail_or_turn_inconclusive_on_contrary_numbers() -> None:
     assert v[2] == NOT_REPRODUCED
     assert v[3] == NOT_REPRODUCED
     assert v[4] == NOT_REPRODUCED
-    assert v[5] == NOT_REPRODUCED  # rank needed: parity 1, mod3 4, s3 1 -> the hardest needs less
+    # S3 leaves the rank claim (the full model is not shown to solve it): parity needs 1 < mod3 4
+    assert v[5] == REPRODUCED
 
 
 def test_few_seeds_are_inconclusive() -> None:
@@ -145,6 +146,10 @@ def test_cp_rank_claim_ties_drops_and_missing_ranks() -> None:
     for k in ("cp1", "cp4"):
         del m["acc_seeds"][k]
     assert _verdicts(m)[5] == INCONCLUSIVE
+    # headroom: when the full model does not solve mod3 and S3 at the claim length, no rank can be "needed"
+    no_room = _metrics({"full": {"mod3": _noisy(0.5), "s3": [1.0, 0.2, 1.0, 1.0, 1.0, 1.0]},
+                        "cp1": {"s3": [1.0] * S}})
+    assert _verdicts(no_room)[5] == INCONCLUSIVE
 
 
 def test_prop3_claim_needs_success_exactly_on_the_predicted_draws() -> None:

@@ -217,3 +217,15 @@ def test_two_units_are_never_enough():
     for key in ("target", "source_val", "majority_share"):
         m[key] = {"a": m[key]["a"]}
     assert _verdicts(m)["stdw-beats-gst"] == "inconclusive"
+
+
+def test_the_collapse_gate_is_per_dataset():
+    """The online arm collapses on one dataset only: that part is withheld (so the claim is inconclusive), the
+    other dataset's part is still tested and reported."""
+    m = _metrics({"gst": 0.3, "goat": 0.3, "stdw-linear": 0.5})
+    m["majority_share"]["b"]["stdw-linear"] = [0.95] * 10
+    v = {x.key: x for x in STDWStudy.verdicts(m, STDWStudy.config("quick"))}
+    assert v["stdw-no-collapse"].verdict == "not reproduced"
+    assert v["stdw-beats-gst"].verdict == "inconclusive"
+    assert "withheld" not in v["stdw-beats-gst"].numbers["a_test"]
+    assert v["stdw-beats-gst"].numbers["b_test"].endswith("withheld")

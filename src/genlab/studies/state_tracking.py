@@ -342,16 +342,21 @@ def _rank_needed(m: Mapping[str, Any], ranks: Sequence[int], task: str, length: 
 
 
 def _claim_cp_rank(m: Mapping[str, Any], cfg):  # type: ignore[no-untyped-def]
-    """Per seed, log2 of the rank needed. All of: the hardest task needs more than the easiest (paired t, > 0), and
-    no task in order of complexity needs less than the one before it by more than rank_order_slack (paired t)."""
+    """Per seed, log2 of the rank needed, over the tasks the full model is shown to solve at the claim length (a
+    rank cannot be "needed" for a task no model solves). All of: the hardest task needs more than the easiest
+    (paired t, > 0), and no task in order of complexity needs less than the one before it by more than
+    rank_order_slack (paired t)."""
     L = _claim_len(m)
     ranks = sorted(int(k[2:]) for k in m["acc_seeds"] if k.startswith("cp") and k[2:].isdigit())
     if len(ranks) < 2:
         return evidence(None, note="needs at least two CP ranks")
-    tasks = [t for t in m["complexity_order"] if all(t in m["acc_seeds"][f"cp{r}"] for r in ranks)
+    # headroom: a task enters only if the full model is shown to solve it at this length (mean > SOLVED, t over seeds)
+    swept = [t for t in m["complexity_order"] if all(t in m["acc_seeds"][f"cp{r}"] for r in ranks)
              and t in m["acc_seeds"].get("full", {})]
+    tasks = [t for t in swept if decide.mean(_seed_accs(m, "full", t, L), above=SOLVED).held is True]
     if len(tasks) < 2:
-        return evidence(None, note="needs two tasks in the rank sweep")
+        return evidence(None, note=f"needs two tasks that the full model is shown to solve at length {L}; shown: "
+                        f"{', '.join(tasks) or 'none'} of {', '.join(swept)}")
     need = {t: _rank_needed(m, ranks, t, L) for t in tasks}
     parts = [decide.paired(need[tasks[-1]], need[tasks[0]], above=0.0)]
     parts += [decide.paired(need[b], need[a], above=-cfg.rank_order_slack) for a, b in zip(tasks, tasks[1:])]
