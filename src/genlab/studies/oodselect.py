@@ -7,8 +7,9 @@ several checkpoints per run) is trained on spurious-feature digits (:func:`genla
 The OOD set hides a reversed subgroup. The tool :mod:`genlab.measures.oodselect` then selects subsets on 60% of
 the *runs* and every correlation in the claims is read on held-out runs.
 
-The pool trains in shards (one per architecture) on a spawn-context process pool, one torch thread per worker;
-each shard trains all its models at once as a batched ensemble. The pool is cached on disk under
+The independent pools (each with its null twin and all its selections) run on ``workers`` spawned processes, one
+torch thread each; a pool trains in shards (one per architecture), each shard all its models at once as a batched
+ensemble. The pool is cached on disk under
 ``cache_dir`` (default: the run directory) in a file named by the hash of the pool's config and seed.
 """
 
@@ -297,6 +298,97 @@ def _claim_beats_greedy(m: Any, cfg):
                        per_seed=diffs)
 
 
+def _pool_job(job: dict[str, Any]) -> dict[str, Any]:
+    """One independent pool (and its null twin): train or load both, then every split's selections and controls.
+    Seeds every draw from the job's seeds, so the result does not depend on which process runs it. The
+    descriptive soft-vs-exact sub-problem (no claim reads it) runs in pool 0's first split only."""
+    from genlab.data.shifts import REVERSED
+    from genlab.harness.torch_setup import setup_torch
+    from genlab.measures.oodselect import bootstrap_subset_r, run_oodselect, subset_correlation
+
+    setup_torch(1)  # one thread: extra OpenMP threads only spin on the shared cores
+    cfg, ps, cache, device = job["cfg"], job["ps"], Path(job["cache"]), job["device"]
+    log: list[str] = []
+    pc = PoolConfig(runs=cfg.runs, checkpoints=tuple(sorted(cfg.checkpoints)), pixel_noise=cfg.pixel_noise,
+                    p_neutral=cfg.p_neutral, spurious_scale=cfg.spurious_scale, lr=cfg.lr, seed=job["pool_seed"])
+    pool = build_pool(pc, cache_dir=cache, log=log.append, device=device)
+    cor, acc, grp = pool["correct"].astype(np.float64), pool["id_acc"], pool["group_ood"]
+    null_pool = None
+    if cfg.null_pool:  # the same pool config and seed with nothing planted: no reversed OOD subgroup
+        neutral, _, covariate = pc.ood_mix
+        null_pool = build_pool(replace(pc, ood_mix=(neutral + pc.ood_mix[1], 0.0, covariate)), cache_dir=cache,
+                               log=log.append, device=device)
+    rev = grp == REVERSED
+    n = cor.shape[1]
+    meta = {  # descriptive: does colour reliance (low q) trade reversed-subgroup accuracy for ID accuracy?
+        "n_models": int(cor.shape[0]), "n_runs": int(len(np.unique(pool["run"]))), "n_examples": int(n),
+        "id_acc_min": float(acc.min()), "id_acc_max": float(acc.max()),
+        "ood_acc_mean": float(cor.mean()), "r_reversed_all_models": float(subset_correlation(cor, acc, rev)),
+        "corr_q_id_acc": float(np.corrcoef(pool["q"], acc)[0, 1]),
+    }
+    log.append(f"pool {ps}: {cor.shape[0]} models x {n} OOD examples; ID acc {acc.min():.2f}-{acc.max():.2f}")
+    rows, first, scatter = [], None, None
+    for ss, seeds in enumerate(job["splits"]):
+        seed = seeds["seed"]
+        rep = run_oodselect(cor, acc, cfg.k_fractions, groups=pool["run"], seed=seed, lrs=cfg.lrs,
+                            lams=cfg.lams, steps=cfg.steps, n_random=cfg.n_random)
+        r2 = run_oodselect(cor, acc, cfg.k_fractions[:3], groups=pool["run"], seed=seed, lrs=cfg.lrs,
+                           lams=cfg.lams, steps=cfg.steps, n_random=1, loss="r2", greedy=False)
+        small = [f for f in cfg.k_fractions if f <= float(rev.mean()) + 1e-9]
+        null = _null_control(cor, acc, small, pool["run"], seed, cfg, np.random.default_rng(seeds["null_seed"]))
+        null_sel, null_full = [], None
+        if null_pool is not None and small:
+            nrep = run_oodselect(null_pool["correct"].astype(np.float64), null_pool["id_acc"], small,
+                                 groups=null_pool["run"], seed=seed, lrs=cfg.lrs, lams=cfg.lams,
+                                 steps=cfg.steps, n_random=1, greedy=False)
+            null_sel, null_full = [nrep.r_selected[k]["test"] for k in nrep.ks], nrep.r_full["test"]
+        exact = None
+        if ps == 0 and ss == 0:
+            exact = _soft_vs_exact(cor[rep.split.train], acc[rep.split.train], cfg,
+                                   np.random.default_rng(seeds["exact_seed"]), seed)
+        te = rep.split.test
+        cis = [bootstrap_subset_r(cor[te], acc[te], s.indices, seed=seed) for s in rep.selections]
+        mis = pool["misleading_ood"]
+        row = {
+            "pool": ps, "split": ss,
+            "r_full_test": rep.r_full["test"], "r_full_train": rep.r_full["train"],
+            "r_selected_test": [rep.r_selected[k]["test"] for k in rep.ks],
+            "r_selected_test_ci95": [list(ci) for ci in cis],
+            "r_null_selected_test": null,
+            "r_null_pool_selected_test": null_sel,
+            "r_full_null_pool_test": null_full,
+            "r_selected_val": [rep.r_selected[k].get("val", float("nan")) for k in rep.ks],
+            "r_selected_train": [rep.r_selected[k]["train"] for k in rep.ks],
+            "r_greedy_test": [rep.r_greedy[k]["test"] for k in rep.ks],
+            "r_random_mean": [rep.r_random[k]["mean"] for k in rep.ks],
+            "r_random_sd": [rep.r_random[k]["sd"] for k in rep.ks],
+            "r_reversed_test": float(subset_correlation(cor[te], acc[te], rev)),
+            "r2_selected_test": [r2.r_selected[k]["test"] for k in r2.ks],
+            "precision": [float(rev[s.indices].mean()) for s in rep.selections],
+            "recall": [float(rev[s.indices].sum() / max(rev.sum(), 1)) for s in rep.selections],
+            "precision_misleading": [float(mis[s.indices].mean()) for s in rep.selections],
+            "greedy_precision": [float(rev[rep.greedy_indices[k]].mean()) for k in rep.ks],
+            "hparams": [s.hparams for s in rep.selections],
+            "exact": exact,
+            "n_test_models": len(te),
+        }
+        rows.append(row)
+        log.append(f"pool {ps} split {ss}: r_full={row['r_full_test']:+.2f} selected="
+                   + " ".join(f"{r:+.2f}" for r in row["r_selected_test"])
+                   + " random=" + " ".join(f"{r:+.2f}" for r in row["r_random_mean"]))
+        if ss == 0:
+            first = rep.to_dict()
+            rng = np.random.default_rng(seeds["scatter_seed"])
+            scatter = {
+                "id_acc": acc[te],
+                "full": cor[te].mean(1),
+                "selected": {str(s.k): cor[np.ix_(te, s.indices)].mean(1) for s in rep.selections},
+                "random": {str(k): cor[np.ix_(te, rng.permutation(n)[:k])].mean(1) for k in rep.ks},
+            }
+    return {"meta": meta, "rows": rows, "first": first, "scatter": scatter, "log": log,
+            "planted": float(np.mean(grp == REVERSED)), "misleading": float(np.mean(pool["misleading_ood"]))}
+
+
 @register
 class OODSelectStudy(Study):
     name = "oodselect"
@@ -393,98 +485,26 @@ class OODSelectStudy(Study):
     ]
 
     def run(self, cfg: OODSelectStudy.Config, ctx: RunContext) -> dict:
-        from genlab.data.shifts import REVERSED
-        from genlab.measures.oodselect import bootstrap_subset_r, run_oodselect, subset_correlation
-
-        cache = Path(cfg.cache_dir) if cfg.cache_dir else ctx.out_dir
+        cache = str(Path(cfg.cache_dir) if cfg.cache_dir else ctx.out_dir)
+        jobs = [
+            {"cfg": cfg, "ps": ps, "pool_seed": ctx.seed_for("pool", ps), "cache": cache, "device": ctx.device,
+             "splits": [{"seed": ctx.seed_for("split", ps, ss), "null_seed": ctx.seed_for("null", ps, ss),
+                         "exact_seed": ctx.seed_for("exact", ps, ss), "scatter_seed": ctx.seed_for("scatter")}
+                        for ss in range(cfg.split_seeds)]}
+            for ps in range(cfg.pool_seeds)
+        ]
+        # independent pools on cfg.workers processes; each pool trains its shards serially inside its worker
+        results = ctx.map(_pool_job, jobs, processes=cfg.workers, desc="pools")
         rows, pools_meta = [], []
-        for ps in range(cfg.pool_seeds):
-            pc = PoolConfig(runs=cfg.runs, checkpoints=tuple(sorted(cfg.checkpoints)), pixel_noise=cfg.pixel_noise,
-                            p_neutral=cfg.p_neutral, spurious_scale=cfg.spurious_scale, lr=cfg.lr,
-                            seed=ctx.seed_for("pool", ps))
-            pool = build_pool(
-                pc, map_jobs=lambda fn, jobs: ctx.map(fn, jobs, processes=cfg.workers, desc="model pool"),
-                cache_dir=cache, log=ctx.log, device=ctx.device,
-            )
-            cor, acc, grp = pool["correct"].astype(np.float64), pool["id_acc"], pool["group_ood"]
-            null_pool = None
-            if cfg.null_pool:  # the same pool config and seed with nothing planted: no reversed OOD subgroup
-                neutral, _, covariate = pc.ood_mix
-                null_pool = build_pool(
-                    replace(pc, ood_mix=(neutral + pc.ood_mix[1], 0.0, covariate)),
-                    map_jobs=lambda fn, jobs: ctx.map(fn, jobs, processes=cfg.workers, desc="null pool"),
-                    cache_dir=cache, log=ctx.log, device=ctx.device,
-                )
-            rev = grp == REVERSED
-            n = cor.shape[1]
-            # descriptive: does colour reliance (low q) trade reversed-subgroup accuracy for ID accuracy?
-            r_rev_all = float(subset_correlation(cor, acc, rev))
-            pools_meta.append({
-                "n_models": int(cor.shape[0]), "n_runs": int(len(np.unique(pool["run"]))), "n_examples": int(n),
-                "id_acc_min": float(acc.min()), "id_acc_max": float(acc.max()),
-                "ood_acc_mean": float(cor.mean()), "r_reversed_all_models": r_rev_all,
-                "corr_q_id_acc": float(np.corrcoef(pool["q"], acc)[0, 1]),
-            })
-            ctx.log(f"pool {ps}: {cor.shape[0]} models x {n} OOD examples; ID acc {acc.min():.2f}-{acc.max():.2f}")
-            for ss in range(cfg.split_seeds):
-                seed = ctx.seed_for("split", ps, ss)
-                rep = run_oodselect(cor, acc, cfg.k_fractions, groups=pool["run"], seed=seed, lrs=cfg.lrs,
-                                    lams=cfg.lams, steps=cfg.steps, n_random=cfg.n_random)
-                r2 = run_oodselect(cor, acc, cfg.k_fractions[:3], groups=pool["run"], seed=seed, lrs=cfg.lrs,
-                                   lams=cfg.lams, steps=cfg.steps, n_random=1, loss="r2", greedy=False)
-                small = [f for f in cfg.k_fractions if f <= float(rev.mean()) + 1e-9]
-                null = _null_control(cor, acc, small, pool["run"], seed, cfg, ctx.rng("null", ps, ss))
-                null_sel, null_full = [], None
-                if null_pool is not None and small:
-                    nrep = run_oodselect(null_pool["correct"].astype(np.float64), null_pool["id_acc"], small,
-                                         groups=null_pool["run"], seed=seed, lrs=cfg.lrs, lams=cfg.lams,
-                                         steps=cfg.steps, n_random=1, greedy=False)
-                    null_sel, null_full = [nrep.r_selected[k]["test"] for k in nrep.ks], nrep.r_full["test"]
-                exact = _soft_vs_exact(cor[rep.split.train], acc[rep.split.train], cfg, ctx.rng("exact", ps, ss), seed)
-                te = rep.split.test
-                cis = [bootstrap_subset_r(cor[te], acc[te], s.indices, seed=seed) for s in rep.selections]
-                prec = [float(rev[s.indices].mean()) for s in rep.selections]
-                mis = pool["misleading_ood"]
-                rec = [float(rev[s.indices].sum() / max(rev.sum(), 1)) for s in rep.selections]
-                row = {
-                    "pool": ps, "split": ss,
-                    "r_full_test": rep.r_full["test"], "r_full_train": rep.r_full["train"],
-                    "r_selected_test": [rep.r_selected[k]["test"] for k in rep.ks],
-                    "r_selected_test_ci95": [list(ci) for ci in cis],
-                    "r_null_selected_test": null,
-                    "r_null_pool_selected_test": null_sel,
-                    "r_full_null_pool_test": null_full,
-                    "r_selected_val": [rep.r_selected[k].get("val", float("nan")) for k in rep.ks],
-                    "r_selected_train": [rep.r_selected[k]["train"] for k in rep.ks],
-                    "r_greedy_test": [rep.r_greedy[k]["test"] for k in rep.ks],
-                    "r_random_mean": [rep.r_random[k]["mean"] for k in rep.ks],
-                    "r_random_sd": [rep.r_random[k]["sd"] for k in rep.ks],
-                    "r_reversed_test": float(subset_correlation(cor[rep.split.test], acc[rep.split.test], rev)),
-                    "r2_selected_test": [r2.r_selected[k]["test"] for k in r2.ks],
-                    "precision": prec, "recall": rec,
-                    "precision_misleading": [float(mis[s.indices].mean()) for s in rep.selections],
-                    "greedy_precision": [float(rev[rep.greedy_indices[k]].mean()) for k in rep.ks],
-                    "hparams": [s.hparams for s in rep.selections],
-                    "exact": exact,
-                    "n_test_models": len(rep.split.test),
-                }
+        for res in results:
+            for line in res["log"]:
+                ctx.log(line)
+            pools_meta.append(res["meta"])
+            for row in res["rows"]:
                 rows.append(row)
                 ctx.record(**{k: v for k, v in row.items() if k != "hparams"})
-                ctx.log(f"pool {ps} split {ss}: r_full={row['r_full_test']:+.2f} selected="
-                        + " ".join(f"{r:+.2f}" for r in row["r_selected_test"])
-                        + " random=" + " ".join(f"{r:+.2f}" for r in row["r_random_mean"]))
-                if ps == 0 and ss == 0:
-                    first = rep.to_dict()
-                    te = rep.split.test
-                    rng = ctx.rng("scatter")
-                    scatter = {
-                        "id_acc": acc[te],
-                        "full": cor[te].mean(1),
-                        "selected": {str(s.k): cor[np.ix_(te, s.indices)].mean(1) for s in rep.selections},
-                        "random": {str(k): cor[np.ix_(te, rng.permutation(n)[:k])].mean(1) for k in rep.ks},
-                    }
-        planted = float(np.mean(pool["group_ood"] == REVERSED))
-        misleading_rate = float(np.mean(pool["misleading_ood"]))
+        first, scatter = results[0]["first"], results[0]["scatter"]
+        planted, misleading_rate = results[-1]["planted"], results[-1]["misleading"]
         ks = first["per_k"]
         return {
             "ks": [r["k"] for r in ks],
