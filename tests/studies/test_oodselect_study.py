@@ -113,3 +113,25 @@ def test_config_validation():
     for bad in ({"exact_n": 40}, {"exact_k": 20}, {"exact_problems": -1}):  # enumeration must stay small and valid
         with pytest.raises(ValueError, match="exact_"):
             OODSelectStudy.config("quick", bad)
+
+
+def test_pool_job_is_seeded_and_runs_soft_vs_exact_in_pool_0_only(tmp_path):
+    from dataclasses import replace
+
+    from genlab.studies.oodselect import _pool_job
+
+    cfg = replace(OODSelectStudy.config("smoke"), runs=10, checkpoints=(5, 10), steps=10, n_random=5,
+                  null_pool=False, exact_n=8, exact_k=2)
+
+    def job(ps):
+        return {"cfg": cfg, "ps": ps, "pool_seed": 7, "cache": str(tmp_path), "device": "cpu",
+                "splits": [{"seed": 3, "null_seed": 4, "exact_seed": 5, "scatter_seed": 6}]}
+
+    a, b, other = _pool_job(job(0)), _pool_job(job(0)), _pool_job(job(1))
+    (ra,), (rb,), (ro,) = a["rows"], b["rows"], other["rows"]
+    assert ra["r_selected_test"] == rb["r_selected_test"] and ra["exact"] == rb["exact"]  # same seeds, same result
+    assert len(ra["exact"]["r_soft"]) == cfg.exact_problems and ro["exact"] is None
+    exact = ra["exact"]  # the enumerated optimum is the lowest (soft search in float32: 1e-6 tolerance)
+    assert all(e <= s + 1e-6 for e, s in zip(exact["r_exact"], exact["r_soft"]))
+    assert ro["r_selected_test"] == ra["r_selected_test"]  # pool index only gates the descriptive sub-problem
+    assert -1 <= ra["r_full_test"] <= 1 and a["first"] is not None and 0 < a["planted"] < 1
