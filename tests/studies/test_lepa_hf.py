@@ -14,6 +14,7 @@ from genlab.data.styled_digits import CLASS_NAMES, STYLES  # noqa: E402
 from genlab.harness.runner import run_study  # noqa: E402
 from genlab.studies._lepa_hf import HFClipBackend  # noqa: E402
 from genlab.studies._lepa_train import Arm, TrainSpec, learn_prompts  # noqa: E402
+from genlab.studies.lepa_prompt_learning import LepaPromptLearning  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -106,7 +107,7 @@ def test_study_runs_every_arm_on_a_local_clip(tiny_clip, tmp_path):
     }
     assert set(m["acc"]) == arms
     assert all(len(v) == 2 and all(0.0 <= a <= 1.0 for a in v) for r in m["acc"].values() for v in r.values())
-    assert len(first.verdicts) == 6 and all(v.verdict != "error" for v in first.verdicts)
+    assert len(first.verdicts) == len(LepaPromptLearning.claims) and all(v.verdict != "error" for v in first.verdicts)
     assert len(STYLES) == 5 and sorted((first.run_dir / "figures").glob("*.png"))
     second = run_study("lepa-prompt-learning", "smoke", overrides, seed=0, root=tmp_path / "b")
     assert second.metrics["acc"] == m["acc"]

@@ -45,7 +45,10 @@ def claim_rows(runs: list[StoredRun]) -> list[dict[str, Any]]:
                 "kind": v.kind, "claim": v.claim, "verdict": v.verdict, "note": v.note,
                 "method": t.method if t else None, "n": t.n if t else None, "effect": t.effect if t else None,
                 "ci_low": t.ci[0] if t else None, "ci_high": t.ci[1] if t else None,
-                "margin": _cell(t.margin) if t else None, "direction": t.direction if t else None,
+                "margin": t.margin if t and not isinstance(t.margin, tuple) else None,
+                "band_low": t.margin[0] if t and isinstance(t.margin, tuple) else None,
+                "band_high": t.margin[1] if t and isinstance(t.margin, tuple) else None,
+                "direction": t.direction if t else None,
                 "p": t.p if t else None, "p_holm": t.p_holm if t else None, "failed": t.failed if t else None,
                 "numbers": json.dumps(v.numbers),
             })  # fmt: skip
@@ -87,15 +90,26 @@ def export_tables(root: str | Path, out: str | Path, fmt: Format = "csv", study:
     written = []
     for name, frame in frames.items():
         path = out / f"{name}.{fmt}"
-        data = frame.to_csv(index=False).encode() if fmt == "csv" else frame.to_parquet(index=False)
+        data = frame.to_csv(index=False).encode() if fmt == "csv" else _typed(frame).to_parquet(index=False)
         atomic_write_bytes(path, data)
         written.append(path)
     return written
 
 
+def _typed(frame):
+    """Parquet columns hold one type: a column whose values mix types (a config key that is a number in one
+    study and a list in another) is written as text."""
+    for col in frame.columns:
+        kinds = {type(v) for v in frame[col] if v is not None and v == v}
+        if len(kinds) > 1 and not kinds <= {int, float}:
+            frame[col] = [None if v is None else str(v) for v in frame[col]]
+    return frame
+
+
 def _select(root: str | Path, study: str | None, preset: str | None) -> list[StoredRun]:
     runs, _ = scan(Path(root))
-    return [r for r in runs if (study is None or r.study == study) and (preset is None or r.preset == preset)]
+    chosen = [r for r in runs if (study is None or r.study == study) and (preset is None or r.preset == preset)]
+    return sorted(chosen, key=lambda r: (r.study, r.preset, str(r.env.get("finished", "")), r.seed, r.run_hash))
 
 
 def _cell(v: Any) -> Any:

@@ -88,8 +88,9 @@ def _load_inputs(a: argparse.Namespace) -> tuple[list, dict[str, dict[str, str]]
             label = f"{f} (#{i + 1})"
         resp_sets[label] = load_responses(f, fmt=a.format, response_field=a.response_field,
                                           prompt_field=a.prompt_field)  # fmt: skip
-        print(f"{label}: {resp_sets[label].rows} response(s) read from field '{resp_sets[label].field}'",
-              file=sys.stderr)  # fmt: skip
+        if resp_sets[label].rows and resp_sets[label].field != "response":  # say where they came from
+            print(f"{label}: {resp_sets[label].rows} response(s) read from field '{resp_sets[label].field}'",
+                  file=sys.stderr)  # fmt: skip
     return items, resp_sets
 
 
