@@ -190,7 +190,11 @@ class _State:
 
 
 _S = _State()
-_REQUIRE = {"real": os.environ.get("GENLAB_REQUIRE_NLTK_DATA", "") not in ("", "0")}
+def _required_by_env() -> bool:
+    return os.environ.get("GENLAB_REQUIRE_NLTK_DATA", "") not in ("", "0")
+
+
+_REQUIRE = {"real": _required_by_env()}
 
 
 def require_real_data(on: bool = True) -> None:
@@ -215,8 +219,10 @@ def _offline_used(what: str) -> None:
 
 
 def reset(mode: str | None = None) -> None:
-    """Drop loaded resources; ``mode`` forces "real" or "offline" (None: auto). Used by tests and benchmarks."""
+    """Drop loaded resources and a ``require_real_data`` set in this process (back to the environment's
+    ``GENLAB_REQUIRE_NLTK_DATA``); ``mode`` forces "real" or "offline" (None: auto). Used by tests and benchmarks."""
     global _S
+    _REQUIRE["real"] = _required_by_env()
     _S = _State()
     _S.mode = mode
     _S.mode_auto = mode is None
