@@ -191,12 +191,12 @@ def list_cmd(root: RootOpt = Path("runs"), as_json: JsonOpt = False) -> None:
             counts[combined.verdict] = counts.get(combined.verdict, 0) + 1
     catalog = load()  # the shipped studies, described without importing them
     if not catalog:
-        from genlab.harness.describe import describe_class
+        from genlab.harness.catalog import describe_class
 
         catalog = {name: describe_class(cls) for name, cls in all_studies().items()}
     for name, cls in registered().items():  # studies registered outside genlab.studies in this process
         if name not in catalog:
-            from genlab.harness.describe import describe_class
+            from genlab.harness.catalog import describe_class
 
             catalog[name] = describe_class(cls)
     rows = [

@@ -22,15 +22,15 @@ units of their tests and testing again, identities by unanimity (all must hold).
 
 from __future__ import annotations
 
-import math
 import re
 import string
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, Literal
 
-from genlab.harness.decision import ClaimTest, apply_holm, pool
+from genlab.harness.decision import ClaimTest, Evidence, apply_holm, pool
+from genlab.harness.io import fmt_number, plain
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -46,31 +46,10 @@ VerdictName = Literal["reproduced", "not reproduced", "inconclusive", "error"]
 Kind = Literal["empirical", "identity"]
 
 
-@dataclass(frozen=True)
-class Evidence:
-    """What a claim check saw: ``held`` (None = inconclusive), the numbers it was decided on, and for an
-    empirical claim the :class:`~genlab.harness.decision.ClaimTest` the verdict follows from."""
-
-    held: bool | None
-    numbers: dict[str, Any] = field(default_factory=dict)
-    note: str = ""
-    test: ClaimTest | None = None
-
-    def withheld(self, reason: str) -> Evidence:
-        """The same test, its decision withheld (a failed precondition): inconclusive, with the reason."""
-        if self.test is None:
-            return Evidence(None, self.numbers, "; ".join(n for n in (reason, self.note) if n))
-        return Evidence(None, self.numbers, "; ".join(n for n in (reason, self.note) if n),
-                        replace(self.test, gate=reason))  # fmt: skip
-
-    def with_numbers(self, **numbers: Any) -> Evidence:
-        return replace(self, numbers={**self.numbers, **{k: _plain(v) for k, v in numbers.items()}})
-
-
 def evidence(held: bool | None, note: str = "", **numbers: Any) -> Evidence:
     """Evidence without a test: an identity's outcome, or ``evidence(None, note)`` when nothing can be tested.
     numpy scalars are converted to plain Python."""
-    return Evidence(None if held is None else bool(held), {k: _plain(v) for k, v in numbers.items()}, note)
+    return Evidence(None if held is None else bool(held), {k: plain(v) for k, v in numbers.items()}, note)
 
 
 # -- claims and verdicts -------------------------------------------------------------------------------------
@@ -233,19 +212,6 @@ def slug(text: str) -> str:
     return "-".join(re.findall(r"[a-z0-9]+", text.lower())[:8]) or "claim"
 
 
-def fmt_number(v: Any, digits: int = 3) -> str:
-    """Numbers rounded to meaningful digits for people; everything else as text."""
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        return str(v)
-    if isinstance(v, int):
-        return str(v)
-    if not math.isfinite(v):
-        return str(v)
-    if 10**digits <= abs(v) < 1e6:
-        return f"{v:.0f}"
-    return f"{v:.{digits}g}"
-
-
 class _ConfigView(dict):
     """``str.format_map`` over a config's fields (a dataclass or a mapping)."""
 
@@ -258,10 +224,3 @@ class _ConfigView(dict):
     def __missing__(self, key: str) -> Any:
         raise KeyError(f"claim text names {key!r}, which is not a config field")
 
-
-def _plain(v: Any) -> Any:
-    if hasattr(v, "item") and getattr(v, "ndim", 1) == 0:
-        return v.item()
-    if hasattr(v, "tolist"):
-        return v.tolist()
-    return v

@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
+
+from genlab.harness.io import fmt_number, plain
 
 Direction = Literal["above", "below", "within"]
 Method = Literal["t", "sign-flip", "permutation", "bootstrap", "wilson", "clopper-pearson", "exact"]
@@ -138,15 +140,39 @@ class ClaimTest:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a stored claim test: {exc}") from None
 
+    @property
+    def target(self) -> str:
+        """The claimed side as people read it: ``> 0.02``, ``< 0`` or ``in [-0.05, 0.05]``."""
+        op = {"above": ">", "below": "<"}.get(self.direction)
+        return f"{op} {fmt_number(self.margin)}" if op else "in [{}, {}]".format(*map(fmt_number, self.margin))
+
     def summary(self) -> str:
         """``effect 0.031 [0.012, 0.050] > 0 (t, n=10, p=0.004)`` for tables."""
-        from genlab.harness.claims import fmt_number
-
-        op = {"above": ">", "below": "<"}.get(self.direction)
-        target = f"{op} {fmt_number(self.margin)}" if op else "in [{}, {}]".format(*map(fmt_number, self.margin))
+        target = self.target
         p = f"p={fmt_number(self.p, 2)}" + (f", Holm {fmt_number(self.p_holm, 2)}" if self.p_holm is not None else "")
         ci = f"[{fmt_number(self.ci[0])}, {fmt_number(self.ci[1])}]"
         return f"{fmt_number(self.effect)} {ci} {target} ({self.method}, n={self.n}, {p})"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a claim check saw: ``held`` (None = inconclusive), the numbers it was decided on, and for an
+    empirical claim the :class:`ClaimTest` the verdict follows from."""
+
+    held: bool | None
+    numbers: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+    test: ClaimTest | None = None
+
+    def withheld(self, reason: str) -> Evidence:
+        """The same test, its decision withheld (a failed precondition): inconclusive, with the reason."""
+        if self.test is None:
+            return Evidence(None, self.numbers, "; ".join(n for n in (reason, self.note) if n))
+        return Evidence(None, self.numbers, "; ".join(n for n in (reason, self.note) if n),
+                        replace(self.test, gate=reason))  # fmt: skip
+
+    def with_numbers(self, **numbers: Any) -> Evidence:
+        return replace(self, numbers={**self.numbers, **{k: plain(v) for k, v in numbers.items()}})
 
 
 # -- the tests ---------------------------------------------------------------------------------------------------
@@ -251,8 +277,6 @@ def all_of(*parts, note: str = "", **numbers: Any):
     """An intersection of claims ("A beats B and A beats C"): reproduced iff every part is, not reproduced iff
     any part is not; the recorded test is the binding one (the part with the largest p; no multiplicity
     correction is needed for an intersection-union test)."""
-    from genlab.harness.claims import Evidence
-
     tested = [e for e in parts if e.test is not None]
     if len(tested) != len(parts):
         raise ValueError("all_of() takes the evidence of decide.* tests")
@@ -395,12 +419,10 @@ def _exact_test(values, direction, margin, failed) -> ClaimTest:
 
 
 def _evidence(test: ClaimTest, note: str, numbers: Mapping[str, Any]):
-    from genlab.harness.claims import Evidence, _plain
-
     notes = [note] if note else []
     if test.failed:
         notes.append(f"{test.failed} unit(s) failed (NaN or missing: diverged) and are left out")
-    return Evidence(test.held, {k: _plain(v) for k, v in numbers.items()}, "; ".join(notes), test)
+    return Evidence(test.held, {k: plain(v) for k, v in numbers.items()}, "; ".join(notes), test)
 
 
 def _direction(above, below, within) -> tuple[str, float | tuple[float, float]]:

@@ -80,3 +80,25 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
+
+
+def plain(v: Any) -> Any:
+    """A numpy / torch scalar as a Python number, an array as a list; anything else as it is."""
+    if hasattr(v, "item") and getattr(v, "ndim", 1) == 0:
+        return v.item()
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    return v
+
+
+def fmt_number(v: Any, digits: int = 3) -> str:
+    """Numbers rounded to meaningful digits for people; everything else as text."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return str(v)
+    if isinstance(v, int):
+        return str(v)
+    if not math.isfinite(v):
+        return str(v)
+    if 10**digits <= abs(v) < 1e6:
+        return f"{v:.0f}"
+    return f"{v:.{digits}g}"

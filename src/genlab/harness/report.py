@@ -203,14 +203,12 @@ def _claim(v: Verdict, seeded: list[tuple[int, Verdict]]) -> dict[str, Any]:
     t = v.test
     test = None
     if t is not None:
-        from genlab.harness.claims import fmt_number
+        from genlab.harness.io import fmt_number
 
-        op = {"above": ">", "below": "<"}.get(t.direction)
-        target = f"{op} {fmt_number(t.margin)}" if op else "in [{}, {}]".format(*map(fmt_number, t.margin))
         test = {
             "effect": fmt_number(t.effect),
             "ci": f"[{fmt_number(t.ci[0])}, {fmt_number(t.ci[1])}]",
-            "target": target,
+            "target": t.target,
             "method": t.method,
             "n": t.n,
             "failed": t.failed,

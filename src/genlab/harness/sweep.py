@@ -131,7 +131,7 @@ def _plain(v: Any) -> Any:
 
 def fmt_mean_se(cell: Any) -> str:
     """A table cell: verdict text as is; (mean, se, n) as 'mean ± se (n=…)' with meaningful digits."""
-    from genlab.harness.claims import fmt_number
+    from genlab.harness.io import fmt_number
 
     if isinstance(cell, str):
         return cell
