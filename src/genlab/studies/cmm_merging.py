@@ -342,18 +342,16 @@ def _after_premise(ev: Any, m: dict, cfg: Any):
     return ev.withheld(f"premise one-shot-degrades is {'not met' if pre is False else 'undecided'}: no conflict")
 
 
-def _claim_beats_same_weights(m: dict, cfg: Any):
-    p = m["pools"]["with_weak"]
-    ev = decide.paired(p["cmm"], p["same_weights"], above=cfg.progressive_margin, cmm=float(np.mean(p["cmm"])),
-                       same_weights=float(np.mean(p["same_weights"])))  # fmt: skip
-    return _after_premise(ev, m, cfg)
+def _cmm_beats(arm: str, margin_field: str):
+    """The claim "CMM beats ``arm`` by more than ``cfg.<margin_field>``": paired t over seeds, after the premise."""
 
+    def check(m: dict, cfg: Any):
+        p = m["pools"]["with_weak"]
+        ev = decide.paired(p["cmm"], p[arm], above=getattr(cfg, margin_field), cmm=float(np.mean(p["cmm"])),
+                           **{arm: float(np.mean(p[arm]))})  # fmt: skip
+        return _after_premise(ev, m, cfg)
 
-def _claim_beats_reversed(m: dict, cfg: Any):
-    p = m["pools"]["with_weak"]
-    ev = decide.paired(p["cmm"], p["reversed"], above=cfg.progressive_margin, cmm=float(np.mean(p["cmm"])),
-                       reversed=float(np.mean(p["reversed"])))  # fmt: skip
-    return _after_premise(ev, m, cfg)
+    return check
 
 
 def _claim_beats_random(m: dict, cfg: Any):
@@ -363,13 +361,6 @@ def _claim_beats_random(m: dict, cfg: Any):
     ev = decide.mean(z, above=cfg.spread_z, cmm=float(np.mean(p["cmm"])),
                      random_order_mean=float(np.mean(p["random_order_mean"])),
                      random_order_sd=float(np.mean(p["random_order_sd"])))  # fmt: skip
-    return _after_premise(ev, m, cfg)
-
-
-def _claim_beats_one_shot(m: dict, cfg: Any):
-    p = m["pools"]["with_weak"]
-    ev = decide.paired(p["cmm"], p["best_one_shot"], above=cfg.gain_margin, cmm=float(np.mean(p["cmm"])),
-                       best_one_shot=float(np.mean(p["best_one_shot"])))  # fmt: skip
     return _after_premise(ev, m, cfg)
 
 
@@ -515,13 +506,13 @@ class CMMMerging(Study):
             "with weak experts in the pool, CMM ({cmm_step} steps in capability order) beats ONE {cmm_step} merge "
             "with the same capability weights (the {cmm_schedule} schedule's effective weights) by more than "
             "{progressive_margin} (paired t over seeds; central: what the progression adds)",
-            _claim_beats_same_weights,
+            _cmm_beats("same_weights", "progressive_margin"),
         ),
         Claim(
             "cmm-beats-reversed-order",
             "with weak experts in the pool, CMM in its curriculum order ({cmm_direction} capability) beats the same "
             "progressive merge in the reversed order by more than {progressive_margin} (paired t over seeds)",
-            _claim_beats_reversed,
+            _cmm_beats("reversed", "progressive_margin"),
         ),
         Claim(
             "cmm-beats-random-order",
@@ -533,7 +524,7 @@ class CMMMerging(Study):
             "cmm-beats-one-shot",
             "with weak experts in the pool, CMM beats the best of task arithmetic, TIES and DARE-TIES (the best "
             "picked per seed on test, a handicap for CMM) by more than {gain_margin} normalised average",
-            _claim_beats_one_shot,
+            _cmm_beats("best_one_shot", "gain_margin"),
         ),
         Claim(
             "cmm-robust-to-weak-experts",
