@@ -3,8 +3,9 @@ batches to ``ctx.device``, which the cuda smoke below checks on a machine with a
 
 from __future__ import annotations
 
+import importlib
 import inspect
-import re
+import pkgutil
 import sys
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from genlab.harness import runner
 from genlab.harness.study import all_studies, discover
 
-# markers of a torch training loop, in the study module or the private ``genlab.studies._*`` helpers it imports
+# markers of a torch training loop, in the study module or the modules of its package
 TRAINS = ("torch.optim", ".backward(", "torch.autograd.grad(", "train_flow_ensemble(", "train_gd(")
 # studies that train torch models but run on the CPU on purpose, with the reason (none today)
 CPU_ONLY: dict[str, str] = {}
@@ -21,8 +22,9 @@ CPU_ONLY: dict[str, str] = {}
 def _training_source(cls) -> str:
     module = sys.modules[cls.__module__]
     text = inspect.getsource(module)
-    for helper in sorted(set(re.findall(r"genlab\.studies\.(_\w+)", text))):
-        text += inspect.getsource(__import__(f"genlab.studies.{helper}", fromlist=["_"]))
+    if hasattr(module, "__path__"):  # a study package: add its helper modules
+        for info in pkgutil.iter_modules(module.__path__, module.__name__ + "."):
+            text += inspect.getsource(importlib.import_module(info.name))
     return text
 
 

@@ -12,9 +12,9 @@ transformers = pytest.importorskip("transformers")
 
 from genlab.data.styled_digits import CLASS_NAMES, STYLES  # noqa: E402
 from genlab.harness.runner import run_study  # noqa: E402
-from genlab.studies._lepa_hf import HFClipBackend  # noqa: E402
-from genlab.studies._lepa_train import Arm, TrainSpec, learn_prompts  # noqa: E402
 from genlab.studies.lepa_prompt_learning import LepaPromptLearning  # noqa: E402
+from genlab.studies.lepa_prompt_learning.hf import HFClipBackend  # noqa: E402
+from genlab.studies.lepa_prompt_learning.train import Arm, TrainSpec, learn_prompts  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -8,7 +8,6 @@ import torch
 from genlab.data.styled_digits import CLASS_NAMES, Vocab, base_digits
 from genlab.harness.errors import ConfigError
 from genlab.nn.mini_clip import MiniCLIP
-from genlab.studies._lepa_train import Arm, MiniBackend, TrainSpec, evaluate, learn_prompts
 from genlab.studies.lepa_prompt_learning import (
     BASE,
     NOVEL,
@@ -21,6 +20,7 @@ from genlab.studies.lepa_prompt_learning import (
     check_tradeoff,
     split_indices,
 )
+from genlab.studies.lepa_prompt_learning.train import Arm, MiniBackend, TrainSpec, evaluate, learn_prompts
 
 
 @pytest.fixture(autouse=True, scope="module")

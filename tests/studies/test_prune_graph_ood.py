@@ -8,8 +8,8 @@ import pytest
 
 from genlab.data.motif_graphs import MotifSpec, cache_folder, cached_split
 from genlab.harness.errors import ConfigError
-from genlab.studies._prune_train import HParams, train_group
 from genlab.studies.prune_graph_ood import PruneGraphOOD, _groups
+from genlab.studies.prune_graph_ood.train import HParams, train_group
 
 CFG = PruneGraphOOD.config("quick")
 
@@ -134,7 +134,7 @@ def test_shared_warmup_equals_separate_runs(tiny_split):
 def test_selection_never_reads_test_splits(tiny_split, monkeypatch):
     """Checkpoints are chosen on validation accuracy: shuffling the test labels changes test accuracy, never the
     chosen epochs."""
-    import genlab.studies._prune_train as pt
+    import genlab.studies.prune_graph_ood.train as pt
 
     hp = asdict(HParams(hidden=8, epochs=3, warmup_epochs=1, batch_size=16))
     job = {"arms": ["erm", "gsat", "prune-code"], "seed": 0, "data": str(tiny_split), "hp": hp}

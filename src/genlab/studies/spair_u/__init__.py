@@ -650,7 +650,7 @@ class SpairUKeypoints(Study):
         return metrics
 
     def figures(self, metrics: dict[str, Any], ctx: RunContext) -> list[Path]:
-        from genlab.studies._spair_u_plots import plot_results
+        from genlab.studies.spair_u.plots import plot_results
 
         return [ctx.save_figure(plot_results(metrics), "spair-u-keypoints",
                                 caption="PCK@0.1 on test pairs, mean ± s.e. over seeds: seen vs unseen keypoints, "

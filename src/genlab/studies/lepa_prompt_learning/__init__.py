@@ -33,7 +33,7 @@ LABEL = "mechanism study (LePa-style levelling, reconstructed)"
 
 def arm_list(cfg: Any) -> list:
     """Every trained arm of a config, in a fixed order (zero-shot needs no training)."""
-    from genlab.studies._lepa_train import Arm
+    from genlab.studies.lepa_prompt_learning.train import Arm
 
     arms = [Arm("coop"), Arm("ce")] + [Arm("fixed", s) for s in cfg.scales]
     for rule in cfg.rules:
@@ -62,11 +62,11 @@ def split_indices(labels: np.ndarray, cfg: Any, rng: np.random.Generator) -> dic
 
 def _backend(cfg: Any, x: np.ndarray, y: np.ndarray, idx: np.ndarray, rng: np.random.Generator, seed: int, device):
     if cfg.clip_path:
-        from genlab.studies._lepa_hf import HFClipBackend
+        from genlab.studies.lepa_prompt_learning.hf import HFClipBackend
 
         return HFClipBackend(cfg.clip_path, device)
     from genlab.data.styled_digits import Vocab, captions, render_styles
-    from genlab.studies._lepa_train import ClipSpec, MiniBackend, pretrain_mini_clip
+    from genlab.studies.lepa_prompt_learning.train import ClipSpec, MiniBackend, pretrain_mini_clip
 
     imgs, style_idx = render_styles(x[idx], STYLES, rng)
     texts = captions(np.tile(y[idx], len(STYLES)), style_idx, rng)
@@ -82,7 +82,7 @@ def run_seed(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from genlab.data.styled_digits import base_digits, render
-    from genlab.studies._lepa_train import TrainSpec, evaluate, learn_prompts
+    from genlab.studies.lepa_prompt_learning.train import TrainSpec, evaluate, learn_prompts
 
     cfg, seed, device = LepaPromptLearning.Config(**job["cfg"]), job["seed"], job["device"]
     torch.manual_seed(seed)
@@ -404,13 +404,13 @@ class LepaPromptLearning(Study):
         }
 
     def figures(self, metrics: Mapping[str, Any], ctx: RunContext) -> list[Path]:
-        from genlab.studies._lepa_figure import lepa_figure
+        from genlab.studies.lepa_prompt_learning.figure import lepa_figure
 
         return [lepa_figure(metrics, ctx)]
 
 
 def _validate(cfg: Any) -> None:
-    from genlab.studies._lepa_train import OBJECTIVES
+    from genlab.studies.lepa_prompt_learning.train import OBJECTIVES
 
     def positive(**kv: float) -> None:
         for k, v in kv.items():

@@ -9,7 +9,7 @@ spurious edges are uninformative and easy to drop, and ERM's inductive bias keep
 A **mechanism study** on GOOD-Motif-style graphs generated offline (:mod:`genlab.data.motif_graphs`): small graphs,
 a few hundred per split, short schedules. It tests the mechanism (does pruning keep the motif and remove base edges,
 and does that carry OOD accuracy?), never the paper's benchmark numbers. Arms, losses and the selection protocol are
-in :mod:`genlab.studies._prune_train`.
+in :mod:`genlab.studies.prune_graph_ood.train`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from genlab.data.motif_graphs import (
     cached_split,
 )
 from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
-from genlab.studies._prune_train import ARMS, SELECTIONS, HParams, train_group
+from genlab.studies.prune_graph_ood.train import ARMS, SELECTIONS, HParams, train_group
 
 SPLIT_KINDS = tuple(SPLIT_MAKERS)  # GOOD-Motif basis (covariate, concept) and size (size-covariate, size-concept)
 EDGE_STATS = ("recall", "spurious_removed", "kept", "edge_auc")
@@ -195,7 +195,7 @@ class PruneGraphOOD(Study):
         return {**data_metrics, **_collect(cfg, results)}
 
     def figures(self, metrics, ctx: RunContext) -> list[Path]:
-        from genlab.studies._prune_figures import summary_figure
+        from genlab.studies.prune_graph_ood.figures import summary_figure
 
         fig, name, caption = summary_figure(metrics, ctx.cfg or self.config("quick"), ctx.records())
         return [ctx.save_figure(fig, name, caption=caption)]

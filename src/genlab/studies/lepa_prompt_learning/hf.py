@@ -70,7 +70,7 @@ class HFClipBackend:
 
     def ctx_init(self, n_ctx: int, generator: torch.Generator) -> torch.Tensor:
         """The embeddings of "a photo of a" when that is ``n_ctx`` tokens (CoOp's initialisation), else N(0, 0.02)."""
-        from genlab.studies._lepa_train import CTX_INIT
+        from genlab.studies.lepa_prompt_learning.train import CTX_INIT
 
         ids = self._ids([CTX_INIT])[0, 1:-1]
         emb = self.model.text_model.embeddings.token_embedding

@@ -22,7 +22,7 @@ IFBench checkers on the detokenised text.
 
 With ``--set model_path=DIR`` (a local ``transformers`` model with a chat template) the same GRPO and DPO run on
 that model instead, in the paper's setting: make-train prompts, IFBench test constraints out of domain, and an SFT
-arm of rejection-sampling fine-tuning (see :mod:`genlab.studies._rlvr_hf` and the study's docs page).
+arm of rejection-sampling fine-tuning (see :mod:`genlab.studies.ifbench_rlvr.hf` and the study's docs page).
 """
 
 from __future__ import annotations
@@ -386,7 +386,7 @@ class IFBenchRLVR(Study):
 
         setup_torch(1)
         if cfg.model_path:
-            from genlab.studies._rlvr_hf import run_hf
+            from genlab.studies.ifbench_rlvr.hf import run_hf
 
             return run_hf(cfg, ctx)
         keys = ("acc", "inst", "follow")
