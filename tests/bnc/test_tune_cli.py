@@ -75,10 +75,14 @@ def test_tune_report(mips):
 # -- the command line ----------------------------------------------------------------------------------------
 
 
-def run_cli(args, capsys):
-    with pytest.raises(SystemExit) as exit_info:
+def run_cli(args, capture):
+    """(exit code, captured output) of one ``genlab`` command."""
+    try:
         main(args)
-    return exit_info.value.code, capsys.readouterr()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    return code, capture.readouterr()
 
 
 def test_cli_bound_json(capsys):
@@ -103,19 +107,65 @@ def test_cli_generate_solve_tune(mips, tmp_path, capsys):
     assert json.loads((tmp_path / "t" / "tune.json").read_text())["n_candidates"] == 3
 
 
-BAD = {
-    "bad.lp": "Maximize\n obj: x\nSubject To\n c0: x <=\nEnd\n",
-    "inf.lp": "Minimize\n obj: x\nSubject To\n c0: x >= 2\n c1: x <= 1\nBounds\n 0 <= x <= 5\nGeneral\n x\nEnd\n",
-}
+BAD_LP = "Maximize\n obj: x\nSubject To\n c0: x <=\nEnd\n"
+INFEASIBLE_LP = "Minimize\n obj: x\nSubject To\n c0: x >= 2\n c1: x <= 1\nBounds\n 0 <= x <= 5\nGeneral\n x\nEnd\n"
+UNBOUNDED_LP = "Maximize\n obj: x + y\nSubject To\n c0: x - y >= 2\nBounds\n x >= 0\n y >= 0\nGeneral\n x\nEnd\n"
 
 
-@pytest.mark.parametrize("name", list(BAD))
-def test_cli_bad_files_exit_2_with_one_line(tmp_path, capsys, name):
-    path = tmp_path / name
-    path.write_text(BAD[name])
+def test_cli_bad_file_exits_2_with_one_line(tmp_path, capsys):
+    path = tmp_path / "bad.lp"
+    path.write_text(BAD_LP)
     code, cap = run_cli(["bnc", "solve", str(path)], capsys)
     lines = [ln for ln in cap.err.splitlines() if ln.strip()]
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error:") and cap.out == ""
+
+
+@pytest.mark.parametrize(("text", "status"), [(INFEASIBLE_LP, "infeasible"), (UNBOUNDED_LP, "unbounded")])
+def test_cli_solve_reports_infeasible_and_unbounded_as_a_status(tmp_path, capsys, text, status):
+    path = tmp_path / "m.lp"
+    path.write_text(text)
+    code, cap = run_cli(["bnc", "solve", str(path), "--json", "--sol", str(tmp_path / "s.sol")], capsys)
+    out = json.loads(cap.out)
+    assert code == 0 and out["status"] in (status, "inforunbd") and out["sol"] is None
+    assert not (tmp_path / "s.sol").exists()  # no solution, nothing written
+
+
+def test_cli_solve_passes_scip_params_and_writes_the_solution(mips, tmp_path, capsys):
+    sol = tmp_path / "best.sol"
+    code, cap = run_cli(["bnc", "solve", str(sorted(mips.glob("*.lp"))[0]), "--scip-param", "limits/nodes=1", "--sol", str(sol),
+                         "--heuristics", "default", "--json"], capsys)
+    out = json.loads(cap.out)
+    assert code == 0 and out["status"] in ("nodelimit", "optimal") and out["nodes"] <= 1 and out["gap"] >= 0
+    assert out["solve_s"] >= 0 and out["sol"] == str(sol)
+    lines = sol.read_text().splitlines()
+    assert lines[0].startswith("objective value:")
+    assert float(lines[0].split(":")[1]) == pytest.approx(out["primal_bound"])
+    code, cap = run_cli(["bnc", "solve", str(sorted(mips.glob("*.lp"))[0])], capsys)
+    assert code == 0 and "gap" in cap.out and "optimal" in cap.out
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--scip-param", "limits/tme=60"], "did you mean limits/time"),
+    (["--scip-param", "limits/nodes=2.5"], "limits/nodes: bad value '2.5'"),
+    (["--scip-param", "limits/nodes"], "write name=value"),
+    (["--scip-param", "lp/threads=-5"], "lp/threads: bad value"),
+])
+def test_cli_bad_scip_params_are_one_line(mips, capfd, args, words):
+    code, cap = run_cli(["bnc", "solve", str(sorted(mips.glob("*.lp"))[0]), *args], capfd)
+    lines = [ln for ln in cap.err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1 and words in lines[0]  # SCIP's own C-level messages are captured
+
+
+@pytest.mark.parametrize(("spec", "words"), [
+    ("knapsack:itemz=3", "knapsack has no option 'itemz'; did you mean 'items'?"),
+    ("knapsack:items=3.5", "knapsack option items must be a whole number, got '3.5'"),
+    ("setcover:density=lots", "setcover option density must be a number"),
+    ("knapsack:integral=maybe", "integral must be true or false"),
+])
+def test_cli_generator_option_errors_name_the_option(tmp_path, capsys, spec, words):
+    code, cap = run_cli(["bnc", "generate", spec, "--out", str(tmp_path / "m")], capsys)
+    assert code == 2 and words in cap.err and "signature" not in cap.err and "()" not in cap.err
+    assert not (tmp_path / "m").exists()
 
 
 @pytest.mark.parametrize("args", [
@@ -135,7 +185,7 @@ def test_cli_tune_dir_with_an_infeasible_instance(mips, tmp_path, capsys):
     d = tmp_path / "mixed"
     d.mkdir()
     (d / "a.lp").write_text((mips / "knapsack_0.lp").read_text())
-    (d / "b.lp").write_text(BAD["inf.lp"])
+    (d / "b.lp").write_text(INFEASIBLE_LP)
     code, cap = run_cli(["bnc", "tune", "--instances", str(d), "--budget", "3", "--node-limit", "20"], capsys)
     assert code == 2 and "infeasible" in cap.err
 

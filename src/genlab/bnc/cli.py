@@ -6,8 +6,12 @@
     genlab bnc tune --instances knapsack:items=14 --count 20      # generate, then tune
     genlab bnc bound --candidates 14 --cap 200                     # the pseudo-dimension / ε(N) table
 
-Bad MIP files, infeasible or unbounded instances, bad options and a missing solver are one line and exit code 2
-(:class:`~genlab.bnc.errors.BncInputError`, a ConfigError). Module-level imports stay light.
+    genlab bnc solve mips/knapsack_0.lp --scip-param limits/time=60 --sol best.sol
+
+``solve`` reports SCIP's status (optimal, infeasible, unbounded, nodelimit, timelimit, ...), the gap and the
+solving time as results. Bad MIP files, bad options and a missing solver are one line and exit code 2
+(:class:`~genlab.bnc.errors.BncInputError`, a ConfigError), and so are infeasible or unbounded instances given
+to ``tune`` (a branching policy is learned from trees). Module-level imports stay light.
 """
 
 from __future__ import annotations
@@ -30,29 +34,42 @@ def _group() -> None:
     """Learned score-based branching in SCIP's branch-and-cut, with sample-complexity bounds."""
 
 
-def _parse_value(text: str) -> Any:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
 def parse_family(spec: str) -> tuple[str, dict[str, Any]]:
-    """``knapsack`` or ``knapsack:items=14,rows=2`` -> (family, kwargs)."""
-    from genlab.data.mip import FAMILIES
+    """``knapsack`` or ``knapsack:items=14,rows=2`` -> (family, kwargs), each value of its option's type; an
+    unknown option or a value of the wrong type is one line naming the option."""
+    import difflib
+
+    from genlab.data.mip import FAMILIES, generator_options
 
     name, _, rest = spec.partition(":")
     if name not in FAMILIES:
         raise BncInputError(f"{spec!r} is neither a directory nor an instance family ({', '.join(FAMILIES)})")
+    options = generator_options(name)
     kwargs = {}
     for item in filter(None, rest.split(",")):
-        key, eq, value = item.partition("=")
+        key, eq, value = (part.strip() for part in item.partition("="))
         if not eq or not key:
             raise BncInputError(f"bad generator option {item!r} in {spec!r}; write key=value")
-        kwargs[key.strip()] = _parse_value(value.strip())
+        if key not in options:
+            near = difflib.get_close_matches(key, options, n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            raise BncInputError(f"{name} has no option {key!r}; {hint}options: "
+                                + ", ".join(f"{k}={v}" for k, v in options.items()))
+        kwargs[key] = _option_value(name, key, value, options[key])
     return name, kwargs
+
+
+def _option_value(family: str, key: str, text: str, default: Any) -> Any:
+    kind = type(default)
+    try:
+        if kind is bool:
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError
+            return text.lower() in ("true", "1")
+        return kind(text)
+    except ValueError:
+        want = {int: "a whole number", float: "a number", bool: "true or false"}.get(kind, kind.__name__)
+        raise BncInputError(f"{family} option {key} must be {want}, got {text!r}") from None
 
 
 MAX_COUNT = 100_000
@@ -76,12 +93,17 @@ def _floats(text: str, name: str) -> list[float]:
         raise BncInputError(f"{name} must be comma-separated numbers, got {text!r}") from None
 
 
-def _settings(node_limit: int, seed: int, presolve: str, separating: str, heuristics: str):
-    from genlab.bnc.solver import SolverSettings
+def _settings(node_limit: int, seed: int, presolve: str, separating: str, heuristics: str,
+              scip_params: list[str] | None = None):
+    from genlab.bnc.solver import SolverSettings, parse_scip_params, scip, set_scip_param
 
     s = SolverSettings(node_limit=node_limit, seed=seed, presolve=presolve, separating=separating,
-                       heuristics=heuristics)
+                       heuristics=heuristics, user_params=parse_scip_params(scip_params or []))
     s.validate()
+    probe = scip().Model()  # check every --scip-param once, before any solve
+    probe.hideOutput()
+    for name, value in s.user_params:
+        set_scip_param(probe, name, value)
     return s
 
 
@@ -91,6 +113,8 @@ Presolve = Annotated[str, typer.Option("--presolve", help="SCIP presolving: defa
 Separating = Annotated[str, typer.Option("--separating", help="cutting planes: default | fast | off")]
 Heuristics = Annotated[str, typer.Option("--heuristics", help="primal heuristics: default | fast | off")]
 JsonOut = Annotated[bool, typer.Option("--json", help="print JSON")]
+ScipParams = Annotated[list[str] | None, typer.Option(
+    "--scip-param", help="any SCIP parameter as name=value (repeatable), e.g. limits/time=60; set after genlab's")]
 
 
 @app.command("generate")
@@ -118,9 +142,13 @@ def solve_cmd(
     presolve: Presolve = "default",
     separating: Separating = "default",
     heuristics: Heuristics = "off",
+    scip_param: ScipParams = None,
+    sol: Annotated[Path | None, typer.Option("--sol", help="write SCIP's best solution here (.sol format)")]
+    = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Solve one MIP with a mixture policy: tree size (SCIP's node count, capped), LP iterations, time."""
+    """Solve one MIP with a mixture policy: SCIP's status, tree size (node count, capped), objective, gap,
+    LP iterations, solving time. Infeasible, unbounded or stopped by a limit is a status, not an error."""
     from genlab.bnc.policies import MixturePolicy
     from genlab.bnc.solver import solve
 
@@ -128,13 +156,32 @@ def solve_cmd(
         policy = MixturePolicy(_floats(weights, "--weights"))
     except ValueError as exc:
         raise BncInputError(str(exc)) from None
-    res = solve(instance, policy, _settings(node_limit, seed, presolve, separating, heuristics))
+    settings = _settings(node_limit, seed, presolve, separating, heuristics, scip_param)
+    if sol is not None and sol.is_dir():
+        raise BncInputError(f"--sol {sol} is a folder; give a file name such as {sol / 'solution.sol'}")
+    res = solve(instance, policy, settings, need_tree=False, sol_path=sol)
+    wrote = sol is not None and sol.is_file()
     if as_json:
-        typer.echo(json.dumps({**res.summary(), "wall_s": res.wall_s}))
+        from genlab.harness.io import to_jsonable
+
+        typer.echo(json.dumps(to_jsonable({**res.summary(), "wall_s": res.wall_s, "solve_s": res.solve_s,
+                                           "sol": str(sol) if wrote else None}), allow_nan=False))
         return
-    typer.echo(f"{res.instance}: {res.status}, {res.nodes} nodes (cost {res.cost}, cap {node_limit}"
-               f"{', capped' if res.capped else ''}), {res.lp_iterations} LP iterations, {res.decisions} branchings "
-               f"(<= {res.max_candidates} candidates), objective {res.primal_bound:.6g}, {res.wall_s:.2f} s")
+    typer.echo(_solve_line(res, node_limit))
+    if sol is not None:
+        typer.echo(f"wrote the best solution to {sol}" if wrote else "no solution found: nothing written to --sol")
+
+
+def _solve_line(res: Any, node_limit: int) -> str:
+    import math
+
+    head = f"{res.instance}: {res.status}"
+    if res.status in ("infeasible", "unbounded", "inforunbd"):
+        return f"{head} after {res.nodes} nodes, {res.solve_s:.2f} s"
+    gap = "inf" if math.isinf(res.gap) else f"{100 * res.gap:.2f}%"
+    return (f"{head}, objective {res.primal_bound:.6g} (bound {res.dual_bound:.6g}, gap {gap}), {res.nodes} nodes "
+            f"(cost {res.cost}, cap {node_limit}{', capped' if res.capped else ''}), {res.lp_iterations} LP "
+            f"iterations, {res.decisions} branchings (<= {res.max_candidates} candidates), {res.solve_s:.2f} s")
 
 
 @app.command("tune")
@@ -152,6 +199,7 @@ def tune_cmd(
     presolve: Presolve = "default",
     separating: Separating = "default",
     heuristics: Heuristics = "off",
+    scip_param: ScipParams = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="parallel SCIP processes")] = 1,
     out: Annotated[Path | None, typer.Option("--out", help="write tune.json (and generated instances) here")] = None,
     as_json: JsonOut = False,
@@ -160,7 +208,7 @@ def tune_cmd(
     from genlab.bnc.solver import find_instances
     from genlab.bnc.tune import tune
 
-    settings = _settings(node_limit, seed, presolve, separating, heuristics)
+    settings = _settings(node_limit, seed, presolve, separating, heuristics, scip_param)
     if out is not None and out.exists() and not out.is_dir():
         raise BncInputError(f"--out {out} is a file, not a folder")
     with tempfile.TemporaryDirectory(prefix="genlab-bnc-") as tmp:

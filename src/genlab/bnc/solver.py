@@ -55,6 +55,7 @@ class SolverSettings:
     propagation: bool = True  # domain propagation (off: maxrounds = maxroundsroot = 0)
     conflict: bool = True  # conflict analysis
     symmetry: bool = True  # symmetry handling (off: misc/usesymmetry = 0)
+    user_params: tuple[tuple[str, Any], ...] = ()  # the user's own SCIP parameters, set last (they win)
 
     def validate(self) -> None:
         if self.node_limit < 1:
@@ -95,6 +96,55 @@ class SolverSettings:
         model.setHeuristics(level[self.heuristics])
         for name, value in self.params().items():
             model.setParam(name, value)
+        for name, value in self.user_params:
+            set_scip_param(model, name, value)
+
+
+def set_scip_param(model: Any, name: str, value: Any) -> None:
+    """Set one of SCIP's parameters by name, its value converted to the parameter's own type (from text as
+    ``--scip-param`` gives it); an unknown name or a bad value is a :class:`BncInputError` naming it."""
+    import difflib
+
+    known = model.getParams()
+    if name not in known:
+        near = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean {near[0]}?)" if near else " (SCIP's parameter names look like limits/time)"
+        raise BncInputError(f"unknown SCIP parameter {name!r}{hint}")
+    current = known[name]
+    try:
+        value = _as_type(value, type(current))
+        with _captured_output():
+            model.setParam(name, value)
+    except (ValueError, TypeError, LookupError) as exc:
+        raise BncInputError(f"SCIP parameter {name}: bad value {value!r} ({exc})") from None
+
+
+def _as_type(value: Any, kind: type) -> Any:
+    if not isinstance(value, str) or kind is str:
+        if kind is int and isinstance(value, float) and not value.is_integer():
+            raise ValueError("a whole number is needed")
+        return value
+    text = value.strip()
+    if kind is bool:
+        if text.lower() not in ("true", "false", "1", "0"):
+            raise ValueError("true or false is needed")
+        return text.lower() in ("true", "1")
+    if kind is int:
+        if not text.lstrip("+-").isdigit():
+            raise ValueError("a whole number is needed")
+        return int(text)
+    return kind(text)
+
+
+def parse_scip_params(items: list[str]) -> tuple[tuple[str, str], ...]:
+    """``["limits/time=60", "branching/scorefunc=p"]`` -> pairs (values stay text until SCIP's types are known)."""
+    pairs = []
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip() or not value.strip():
+            raise BncInputError(f"--scip-param {item!r}: write name=value, e.g. limits/time=60")
+        pairs.append((name.strip(), value.strip()))
+    return tuple(pairs)
 
 
 def scip_version() -> str:
@@ -193,13 +243,15 @@ class BncResult:
     int_vars: int  # integer variables of the instance as read (a bound on the candidates per decision)
     primal_bound: float
     dual_bound: float
+    gap: float  # SCIP's relative gap |primal - dual| / min(|primal|, |dual|) (inf without a solution)
     wall_s: float = 0.0  # machine time: never part of a result that must be reproducible
+    solve_s: float = 0.0  # SCIP's own solving time (machine time too)
     log: list[Decision] = field(default_factory=list, repr=False)
 
     def summary(self) -> dict[str, Any]:
-        """The reproducible part (no wall time, no decision log)."""
+        """The reproducible part (no wall or solving time, no decision log)."""
         d = asdict(self)
-        d.pop("wall_s"), d.pop("log")
+        d.pop("wall_s"), d.pop("solve_s"), d.pop("log")
         return d
 
 
@@ -254,15 +306,19 @@ UNSOLVABLE = {"infeasible": "infeasible", "unbounded": "unbounded", "inforunbd":
 
 
 def solve(path: str | Path, policy: ScorePolicy, settings: SolverSettings | None = None,
-          record: bool = False, incumbent: dict[str, float] | None = None) -> BncResult:
+          record: bool = False, incumbent: dict[str, float] | None = None, need_tree: bool = True,
+          sol_path: str | Path | None = None) -> BncResult:
     """Solve one MIP file with ``policy`` choosing every LP branching variable; returns its capped cost.
 
     ``record`` keeps every decision (features, candidates, choice) in ``result.log``. ``incumbent`` (variable
     name -> value) is given to SCIP as a starting solution: with the optimum known, the set of nodes B&B
     processes no longer depends on the order it visits them (used to compare with a reference B&B).
 
-    Raises :class:`BncInputError` for unreadable files and for infeasible or unbounded instances (there is no
-    tree to learn from), and re-raises any error of the policy inside SCIP's callback."""
+    ``sol_path`` writes SCIP's best solution there in its ``.sol`` format (nothing is written without one).
+
+    Raises :class:`BncInputError` for unreadable files and, with ``need_tree`` (learning needs a tree), for
+    infeasible or unbounded instances and any stop other than optimal / node limit / gap limit; without it the
+    status is the result. Re-raises any error of the policy inside SCIP's callback."""
     settings = settings or SolverSettings()
     settings.validate()
     model = read_model(path)
@@ -279,11 +335,14 @@ def solve(path: str | Path, policy: ScorePolicy, settings: SolverSettings | None
     if rule.error is not None:
         raise rule.error
     status = model.getStatus()
-    if status in UNSOLVABLE:
+    if need_tree and status in UNSOLVABLE:
         raise BncInputError(f"{path}: SCIP reports the instance {UNSOLVABLE[status]}; learning a branching policy "
                             "needs feasible, bounded MIPs")
-    if status not in ("optimal", "nodelimit", "gaplimit"):
+    if need_tree and status not in ("optimal", "nodelimit", "gaplimit"):
         raise BncInputError(f"{path}: SCIP stopped with status {status!r}")
+    if sol_path is not None and model.getNSols() > 0:
+        with _captured_output():
+            model.writeBestSol(str(sol_path))
     nodes = int(model.getNNodes())
     h = settings.node_limit
     return BncResult(
@@ -298,11 +357,18 @@ def solve(path: str | Path, policy: ScorePolicy, settings: SolverSettings | None
         max_candidates=rule.max_candidates,
         fallback_calls=rule.fallback_calls,
         int_vars=int_vars,
-        primal_bound=float(model.getPrimalbound()),
-        dual_bound=float(model.getDualbound()),
+        primal_bound=_bound(model, model.getPrimalbound()),
+        dual_bound=_bound(model, model.getDualbound()),
+        gap=float(model.getGap()),
         wall_s=wall,
+        solve_s=float(model.getSolvingTime()),
         log=rule.decisions,
     )
+
+
+def _bound(model: Any, value: float) -> float:
+    """A bound in plain floats: SCIP's infinity (1e20) becomes ±inf."""
+    return float(np.sign(value) * np.inf) if model.isInfinity(abs(value)) else float(value)
 
 
 def _add_incumbent(model: Any, values: dict[str, float], path: str | Path) -> None:

@@ -15,8 +15,10 @@ reference implementation. Nothing here imports a solver.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -257,12 +259,20 @@ def facility_location(
     return MIP(f"facility_{nf}x{nc}", "min", c, np.array(rows_a), kinds, np.array(b), 0.0, 1.0, integer, names)
 
 
+GENERATORS = {"knapsack": knapsack, "setcover": set_cover, "facility": facility_location}
+
+
+def generator_options(family: str) -> dict[str, Any]:
+    """The options of a family's generator with their defaults (``{"items": 30, "rows": 1, ...}``)."""
+    params = list(inspect.signature(GENERATORS[family]).parameters.values())[1:]  # after rng
+    return {p.name: p.default for p in params}
+
+
 def generate(family: str, rng: np.random.Generator, **kwargs) -> MIP:
     """One instance of ``family`` (knapsack | setcover | facility) with the generator's keyword arguments."""
-    makers = {"knapsack": knapsack, "setcover": set_cover, "facility": facility_location}
-    if family not in makers:
+    if family not in GENERATORS:
         raise ValueError(f"unknown instance family {family!r}; families: {', '.join(FAMILIES)}")
-    return makers[family](rng, **kwargs)
+    return GENERATORS[family](rng, **kwargs)
 
 
 def write_family(
