@@ -77,3 +77,11 @@ def test_hash_depends_on_config_and_seed_only():
     a, b = build_config(Cfg), build_config(Cfg, {"n": 4})
     assert run_hash("s", a, 0) == run_hash("s", build_config(Cfg), 0)
     assert len({run_hash("s", a, 0), run_hash("s", b, 0), run_hash("s", a, 1), run_hash("t", a, 0)}) == 4
+
+
+def test_misspelt_keys_get_a_suggestion_and_numbers_refuse_booleans():
+    with pytest.raises(ConfigError, match="did you mean 'lr'"):
+        build_config(Cfg, {"lrr": 0.1})
+    with pytest.raises(ConfigError, match="n: True is not a valid int"):
+        build_config(Cfg, {"n": True})
+    assert build_config(Cfg, {"n": "1e3"}).n == 1000

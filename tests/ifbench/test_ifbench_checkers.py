@@ -129,6 +129,8 @@ def test_kwargs_normalisation():
     assert c.normalize({"N": 2.0, "min_words": None}) == {"N": 2}
     with pytest.raises(registry.KwargsError, match="unexpected kwarg 'bogus'"):
         c.normalize({"bogus": 1})
+    with pytest.raises(registry.KwargsError, match="unexpected kwarg 'n' \\(did you mean 'N'\\?"):
+        c.normalize({"n": 1})
     with pytest.raises(registry.KwargsError, match="missing required kwarg 'N'"):
         c.normalize({})
     with pytest.raises(registry.KwargsError, match="expected an integer"):

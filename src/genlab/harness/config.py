@@ -1,8 +1,9 @@
 """Typed dataclass configs: presets, ``key=value`` overrides and validation.
 
 A study's ``Config`` is a dataclass whose defaults are the ``quick`` preset. A preset is a dict of overrides.
-``--set key=value`` strings are parsed by the field's type (int, float, bool, str, Literal, tuple/list of
-those); an unknown key or a bad value raises :class:`ConfigError` naming the valid keys.
+Values (``--set key=value`` text, preset and API values) are validated and converted by pydantic against the
+field's type (int, float, bool, str, Literal, tuple/list of those, optional); an unknown key (with a "did you
+mean") or a bad value raises :class:`ConfigError` naming the key.
 
 Values are validated declaratively, field by field, before a run starts:
 
@@ -14,18 +15,17 @@ Values are validated declaratively, field by field, before a run starts:
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
 import hashlib
 import json
 import math
 import types
 import typing
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, get_args, get_origin
 
 from genlab.harness.errors import ConfigError
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,90 +91,92 @@ def check_ranges(cfg: Any) -> None:
 
 
 def parse_value(text: str, tp: Any, key: str = "value") -> Any:
-    """Parse ``text`` as a value of type ``tp``; raises ConfigError with the key and the expected type."""
-    origin = get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in get_args(tp) if a is not type(None)]
-        if text.strip().lower() in {"none", "null"} and len(args) < len(get_args(tp)):
-            return None
-        errors = []
-        for a in args:
-            try:
-                return parse_value(text, a, key)
-            except ConfigError as exc:
-                errors.append(str(exc))
-        raise ConfigError(f"{key}: cannot parse {text!r} as {_type_name(tp)}")
-    if origin is Literal:
-        choices = get_args(tp)
-        for c in choices:
-            if str(c) == text:
-                return c
-        raise ConfigError(f"{key}: {text!r} is not one of {', '.join(map(str, choices))}")
-    if origin in (tuple, list):
-        args = get_args(tp)
-        item = args[0] if args else str
+    """Parse ``--set`` text as a value of type ``tp`` (``v1,v2`` for sequences, ``none`` for optional fields);
+    raises ConfigError with the key and what was wrong."""
+    args = get_args(tp) if get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
+    if type(None) in args and text.strip().lower() in {"none", "null"}:
+        return None
+    if any(get_origin(a) in (tuple, list) for a in args):
         parts = [p for p in (s.strip() for s in text.strip("()[] ").split(",")) if p]
         if not parts and text.strip() not in ("()", "[]"):
             raise ConfigError(f"{key}: {text!r} holds no values; give v1,v2,... (or () for an empty list)")
-        values = [parse_value(p, item, key) for p in parts]
-        return tuple(values) if origin is tuple else values
-    if tp is bool:
-        low = text.strip().lower()
-        if low in _TRUE:
-            return True
-        if low in _FALSE:
-            return False
-        raise ConfigError(f"{key}: {text!r} is not a boolean (use true/false)")
-    if tp in (int, float, str):
+        return _validate(parts, tp, key, text)
+    return _validate(text, tp, key, text)
+
+
+@functools.cache
+def _adapter(tp: Any) -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(_numbers_not_bools(tp))
+
+
+def _numbers_not_bools(tp: Any) -> Any:
+    """``tp`` with every int / float made to refuse booleans (pydantic's lax mode reads True as 1) and every int
+    to read whole numbers in scientific notation (``steps=1e4``)."""
+    from pydantic import BeforeValidator
+
+    if tp in (int, float):
+        return typing.Annotated[tp, BeforeValidator(_int_text if tp is int else _not_bool)]
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (tuple, list) and args:
+        inner = tuple(a if a is Ellipsis else _numbers_not_bools(a) for a in args)
+        return tuple[inner] if origin is tuple else list[inner[0]]
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[tuple(_numbers_not_bools(a) for a in args)]  # noqa: UP007 - built from a tuple
+    return tp
+
+
+def _not_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a number")
+    return value
+
+
+def _int_text(value: Any) -> Any:
+    if isinstance(value, str):
         try:
-            if tp is int:
-                as_float = float(text)
-                if not as_float.is_integer():
-                    raise ValueError
-                return int(as_float)
-            return tp(text)
+            as_float = float(value)
         except ValueError:
-            raise ConfigError(f"{key}: {text!r} is not a valid {tp.__name__}") from None
-    raise ConfigError(f"{key}: fields of type {_type_name(tp)} cannot be set from the command line")
+            return value
+        return int(as_float) if as_float.is_integer() else value
+    return _not_bool(value)
+
+
+def _validate(value: Any, tp: Any, key: str, shown: Any = None) -> Any:
+    """``value`` as a ``tp``, by pydantic's (lax) validation: "3" -> 3, 2.0 -> 2, "yes" -> True, [1, 2] -> (1, 2)."""
+    from pydantic import ValidationError
+
+    try:
+        return _adapter(tp).validate_python(value)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        bad = err.get("input", value if shown is None else shown)
+        if err["type"] == "literal_error":
+            raise ConfigError(f"{key}: {bad!r} is not one of {', '.join(map(str, get_args(_literal(tp))))}") from None
+        number = getattr(scalar_type(tp), "__name__", "number")
+        what = next((w for prefix, w in _WHAT.items() if err["type"].startswith(prefix)), f"valid for {_type_name(tp)}")
+        msg = err["msg"][:1].lower() + err["msg"][1:]
+        raise ConfigError(f"{key}: {bad!r} is not {what.format(number=number)} ({msg})") from None
+
+
+_WHAT = {"int": "a valid int", "float": "a valid float", "bool": "a boolean (use true/false)", "string": "a valid str",
+         "value_error": "a valid {number}", "too_long": "a list of the right length",
+         "too_short": "a list of the right length"}
+
+
+def _literal(tp: Any) -> Any:
+    """The Literal type inside ``tp`` (a tuple of Literals, an optional Literal)."""
+    while get_origin(tp) is not typing.Literal:
+        args = [a for a in get_args(tp) if a not in (type(None), Ellipsis)]
+        if not args:
+            return tp
+        tp = args[0]
+    return tp
 
 
 def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
-
-
-def _check_value(value: Any, tp: Any, key: str) -> Any:
-    """Validate (and gently coerce) a Python value given in a preset or API call."""
-    if isinstance(value, str) and tp is not str and get_origin(tp) is not Literal:
-        return parse_value(value, tp, key)
-    origin = get_origin(tp)
-    if origin is Literal:
-        if value not in get_args(tp):
-            raise ConfigError(f"{key}: {value!r} is not one of {', '.join(map(str, get_args(tp)))}")
-        return value
-    if origin in (tuple, list):
-        if not isinstance(value, list | tuple):
-            raise ConfigError(f"{key}: expected a sequence, got {value!r}")
-        item = (get_args(tp) or (Any,))[0]
-        items = [_check_value(v, item, key) if item is not Any else v for v in value]
-        return tuple(items) if origin is tuple else items
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in get_args(tp):
-            return None
-        for a in get_args(tp):
-            if a is type(None):
-                continue
-            try:
-                return _check_value(value, a, key)
-            except ConfigError:
-                continue
-        raise ConfigError(f"{key}: {value!r} is not a valid {_type_name(tp)}")
-    if tp is float and isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if tp is int and isinstance(value, float) and value.is_integer():
-        return int(value)
-    if tp in (int, float, str, bool) and not (isinstance(value, tp) and not (tp is int and isinstance(value, bool))):
-        raise ConfigError(f"{key}: {value!r} is not a valid {tp.__name__}")
-    return value
 
 
 def parse_sets(sets: Iterable[str]) -> dict[str, str]:
@@ -195,10 +197,13 @@ def build_config(config_cls: type, *overrides: Mapping[str, Any]) -> Any:
     for override in overrides:
         for key, value in override.items():
             if key not in types_:
-                raise ConfigError(
-                    f"unknown config key {key!r} for {config_cls.__qualname__}; valid keys: {', '.join(sorted(types_))}"
-                )
-            values[key] = _check_value(value, types_[key], key)
+                near = difflib.get_close_matches(key, types_, n=1)
+                hint = f"did you mean {near[0]!r}? " if near else ""
+                raise ConfigError(f"unknown config key {key!r} for {config_cls.__qualname__}; {hint}"
+                                  f"valid keys: {', '.join(sorted(types_))}")
+            tp = types_[key]
+            values[key] = parse_value(value, tp, key) if isinstance(value, str) and tp is not str else \
+                _validate(value, tp, key)
     cfg = config_cls(**values)
     check_ranges(cfg)
     validate = getattr(cfg, "validate", None)

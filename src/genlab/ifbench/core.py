@@ -225,7 +225,12 @@ def normalize_kwargs(c: Constraint, kwargs: Mapping[str, Any] | None) -> dict[st
             continue
         p = spec.get(k)
         if p is None:
-            raise KwargsError(f"{c.id}: unexpected kwarg {k!r} (accepted: {', '.join(spec) or 'none'})")
+            import difflib
+
+            lower = {name.lower(): name for name in spec}
+            near = difflib.get_close_matches(str(k).lower(), lower, n=1)
+            hint = f"did you mean {lower[near[0]]!r}? " if near else ""
+            raise KwargsError(f"{c.id}: unexpected kwarg {k!r} ({hint}accepted: {', '.join(spec) or 'none'})")
         if p.kind == "int":
             v = _as_int(k, v)
         elif p.kind == "str":
