@@ -341,8 +341,9 @@ def _run_with_progress(
     label: Any = None,
 ) -> list[Any]:
     """Run specs with a progress bar; each finished run is printed (named by ``label(result)``) and exported."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress
 
+    from genlab.harness.progress import rich_columns
     from genlab.harness.runner import prepare, run_many
     from genlab.harness.trackers import export
 
@@ -350,8 +351,7 @@ def _run_with_progress(
     if quiet:
         return run_many(specs, backend, jobs, address, on_done=lambda r: export(r, root, trackers))  # type: ignore[arg-type]
     console = _console(stderr=True)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console) as bar:
+    with Progress(*rich_columns(), console=console) as bar:
         task = bar.add_task("runs", total=len(specs))
 
         def done(r: Any) -> None:

@@ -132,7 +132,8 @@ def test_cli_solve_reports_infeasible_and_unbounded_as_a_status(tmp_path, capsys
 
 def test_cli_solve_passes_scip_params_and_writes_the_solution(mips, tmp_path, capsys):
     sol = tmp_path / "best.sol"
-    code, cap = run_cli(["bnc", "solve", str(sorted(mips.glob("*.lp"))[0]), "--scip-param", "limits/nodes=1", "--sol", str(sol),
+    first = str(sorted(mips.glob("*.lp"))[0])
+    code, cap = run_cli(["bnc", "solve", first, "--scip-param", "limits/nodes=1", "--sol", str(sol),
                          "--heuristics", "default", "--json"], capsys)
     out = json.loads(cap.out)
     assert code == 0 and out["status"] in ("nodelimit", "optimal") and out["nodes"] <= 1 and out["gap"] >= 0

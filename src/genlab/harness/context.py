@@ -117,19 +117,11 @@ class RunContext:
             print(f"  {message}", file=sys.stderr, flush=True)
 
     def progress(self, iterable: Iterable[T], total: int | None = None, desc: str = "") -> Iterator[T]:
-        """Iterate with a progress bar on stderr (rich), silent when quiet or not a terminal."""
-        if self.quiet or not sys.stderr.isatty():
-            yield from iterable
-            return
-        from rich.progress import Progress
+        """Iterate with progress on stderr: a rich bar with count, elapsed time and ETA on a terminal, a plain
+        line every few seconds when piped or logged; silent when the run is quiet (as inside ``reproduce``)."""
+        from genlab.harness.progress import track
 
-        if total is None and hasattr(iterable, "__len__"):
-            total = len(iterable)  # type: ignore[arg-type]
-        with Progress(transient=True) as bar:
-            task = bar.add_task(desc or "working", total=total)
-            for item in iterable:
-                yield item
-                bar.advance(task)
+        return track(iterable, total, desc or "working", self.quiet)
 
     # -- records (time series) ----------------------------------------------------------------
     def record(self, **values: Any) -> None:

@@ -96,6 +96,7 @@ def _run(
     trim: str,
     card: bool = True,
 ):
+    from genlab.harness.progress import PlainProgress, rich_columns
     from genlab.merging.config import load_config
     from genlab.merging.io import merge_to_folder
 
@@ -104,12 +105,12 @@ def _run(
     if quiet:
         return merge_to_folder(*args, trim=trim, write_model_card=card)
     if not sys.stderr.isatty():
-        return merge_to_folder(*args, on_tensor=PlainProgress(), trim=trim, write_model_card=card)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        plain = PlainProgress("merged", "tensors")
+        return merge_to_folder(*args, on_tensor=lambda _name, done, total: plain(done, total), trim=trim,
+                               write_model_card=card)
+    from rich.progress import Progress
 
-    columns = (TextColumn("merging"), BarColumn(), MofNCompleteColumn(), TextColumn("tensors, ETA"),
-               TimeRemainingColumn())  # fmt: skip
-    with Progress(*columns, transient=True) as bar:
+    with Progress(*rich_columns("tensors"), transient=True) as bar:
         task = bar.add_task("merging", total=None)
 
         def advance(_name: str, done: int, total: int) -> None:
@@ -118,23 +119,3 @@ def _run(
         return merge_to_folder(*args, on_tensor=advance, trim=trim, write_model_card=card)
 
 
-class PlainProgress:
-    """Progress for a pipe or a log: a plain line ``merged D/T tensors, ETA S s`` about every ``every`` seconds
-    (and at the end), on stderr."""
-
-    def __init__(self, every: float = 5.0, stream=None):
-        import time
-
-        self.clock = time.monotonic
-        self.start = self.clock()
-        self.every = every
-        self.last = self.start
-        self.stream = stream
-
-    def __call__(self, _name: str, done: int, total: int) -> None:
-        now = self.clock()
-        if now - self.last < self.every and done < total:
-            return
-        self.last = now
-        eta = (now - self.start) / done * (total - done)
-        print(f"merged {done}/{total} tensors, ETA {eta:.0f} s", file=self.stream or sys.stderr, flush=True)

@@ -164,7 +164,7 @@ class RankSparseBounds(Study):
 
         setup_torch(1)
         out: dict[str, Any] = {"runs": [], "p0_max_rel_gap": 0.0, "rescale_max_rel_change": 0.0}
-        for seed in range(cfg.seeds):
+        for seed in ctx.progress(range(cfg.seeds), desc="seeds"):
             for ds in cfg.datasets:
                 if ds == "synthetic":
                     x, y = _teacher_data(ctx.rng("teacher", seed), cfg.n_train + cfg.n_test, cfg.dim, cfg.teacher_rank)

@@ -212,7 +212,7 @@ class TightBounds(Study):
 
         setup_torch(1)
         out: dict[str, list[dict[str, float]]] = {lrn: [] for lrn in learners}
-        for seed, split in enumerate(splits):
+        for seed, split in ctx.progress(list(enumerate(splits)), desc=f"{dataset} seeds"):
             for lrn in learners:
                 y = split.y_train
                 if lrn == "mlp_random_labels":

@@ -402,7 +402,7 @@ class W2SCNN(Study):
         # --- data-abundant regime -----------------------------------------------------------------
         pm = model(cfg.d_abundant, cfg.nu_abundant)
         runs, controls = [], []
-        for s in range(cfg.seeds):
+        for s in ctx.progress(range(cfg.seeds), desc="seeds (abundant regime)"):
             test = pm.sample(cfg.n_test, ctx.rng("test", "abundant", s))
             val = pm.sample(cfg.n_val, ctx.rng("val", "abundant", s))  # picks the "early" step; test only reports
             kw = dict(common, lr=cfg.lr_abundant, steps=cfg.steps_abundant, snapshot_every=cfg.snapshot_every)
