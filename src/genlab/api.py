@@ -105,14 +105,17 @@ def sweep(
     (finished runs are read back). ``jobs`` > 1 runs them on a process pool."""
     from genlab.harness.errors import ConfigError
     from genlab.harness.runner import RunSpec, prepare, run_many
-    from genlab.harness.sweep import expand
+    from genlab.harness.study import get_study
+    from genlab.harness.sweep import expand, save_sweep, table
 
     if not isinstance(grid, dict) or not all(isinstance(v, list | tuple) and v for v in grid.values()):
         raise ConfigError("grid must map config keys to non-empty lists of values")
+    cells = expand({k: list(v) for k, v in grid.items()})
     specs = [RunSpec(study, preset, {**fixed, **cell}, s, str(root), force, device)
-             for cell in expand({k: list(v) for k, v in grid.items()}) for s in range(seeds)]  # fmt: skip
+             for cell in cells for s in range(seeds)]  # fmt: skip
     results = run_many(prepare(specs, "local" if jobs > 1 else "serial", jobs), "local" if jobs > 1 else "serial",
                        jobs)  # fmt: skip
+    save_sweep(Path(root), study, preset, seeds, cells, results, *table(get_study(study), cells, results))
     failed = [r for r in results if not r.ok]
     if failed:
         raise RuntimeError(f"{len(failed)} run(s) failed; first: {failed[0].study} seed {failed[0].seed}: "

@@ -462,7 +462,7 @@ def sweep_cmd(
     from genlab.harness.config import parse_sets
     from genlab.harness.runner import RunSpec
     from genlab.harness.study import get_study
-    from genlab.harness.sweep import cell_label, check_run_count, expand, grid_size, parse_grid, table
+    from genlab.harness.sweep import cell_label, check_run_count, expand, grid_size, parse_grid, save_sweep, table
     from genlab.harness.trackers import check_trackers
 
     cls = get_study(study)
@@ -481,6 +481,7 @@ def sweep_cmd(
 
     results = _run_with_progress(specs, backend, jobs, address, quiet or as_json, root, trackers, label)
     columns, rows = table(cls, cells, results, metric)
+    save_sweep(root, study, preset, seeds, cells, results, columns, rows)
     if not any(isinstance(row[c], tuple) and row[c][2] for row in rows for c in columns) and not cls.claims:
         print(f"warning: {study} reports no scalar metric; the table is empty", file=sys.stderr)
     failed = [r for r in results if not r.ok]

@@ -113,6 +113,18 @@ def test_sweep_tabulates_claims_by_default_and_rejects_unknown_metrics(tmp_path,
     assert code == 0 and "n=20 seed 1: cached" in err  # progress lines name the grid cell
 
 
+def test_the_report_shows_a_sweep_as_one_table_not_as_superseded_runs(tmp_path, capsys):
+    args = ["sweep", "toy-mean", "-p", "smoke", "--grid", "n=20,40", "--seeds", "2", "--backend", "serial"]
+    assert run_cli(capsys, *args, "--root", str(tmp_path), "--quiet")[0] == 0
+    assert run_cli(capsys, "run", "toy-mean", "-p", "smoke", "--root", str(tmp_path), "--quiet")[0] == 0
+    assert run_cli(capsys, "report", str(tmp_path), "--preset", "smoke")[0] == 0
+    html = (tmp_path / "report.html").read_text()
+    sweeps = html[html.index('id="sweeps"'):]
+    assert "toy-mean" in sweeps and "<th>n</th>" in sweeps and "<th>mean-close</th>" in sweeps
+    assert sweeps.count("/2)</td>") >= 4 and 'id="superseded"' not in html  # cells are not superseded runs
+    assert 'id="toy-mean--smoke"' in html  # the plain run keeps its own section
+
+
 def test_reproduce_ends_with_a_compact_table(tmp_path, capsys):
     args = ["reproduce", "toy-mean", "-p", "smoke", "--backend", "serial", "--root", str(tmp_path)]
     code, out, _ = run_cli(capsys, *args)

@@ -2,8 +2,9 @@
 
 It opens on an overview, one row per paper (empirical verdicts as a bar, the first figure as a thumbnail, wall
 time), then one section per study: the forest plot of its claims (effect and 95 % CI against the margin), its
-claims with their tests, figures, config and environment. Older groups of the same study and preset are listed
-as superseded runs. Every string that comes from the store is escaped (the template autoescapes).
+claims with their tests, figures, config and environment; then each recorded sweep as one table (a row per grid
+cell). Older groups of the same study and preset are listed as superseded runs. Every string that comes from
+the store is escaped (the template autoescapes).
 """
 
 from __future__ import annotations
@@ -131,8 +132,12 @@ def render(
     links relative to it."""
     from jinja2 import Environment, PackageLoader, select_autoescape
 
+    from genlab.harness.sweep import load_sweeps
+
     runs, damaged = scan(root)
-    groups, superseded = split_groups(runs, presets)
+    sweeps = [s for s in load_sweeps(root) if presets is None or s.get("preset") in presets]
+    swept = {str(Path(d)) for s in sweeps for cell in s["runs"] if isinstance(cell, list) for d in cell}
+    groups, superseded = split_groups([r for r in runs if str(r.path) not in swept], presets)
     counts = tally(groups)
     env = Environment(loader=PackageLoader("genlab.harness", "templates"), autoescape=select_autoescape(["html"]))
     template = env.get_template("report.html")
@@ -150,6 +155,7 @@ def render(
         damaged=damaged,
         studies=[_study(members, Path(out_dir) if out_dir else Path(root)) for members in groups],
         superseded=[_superseded(m) for m in superseded],
+        sweeps=[_sweep(s) for s in sweeps],
         css=_CSS,
         script=_SORT_JS,
     )
@@ -227,6 +233,25 @@ def _superseded(members: list[StoredRun]) -> dict[str, Any]:
         "seeds": ",".join(str(r.seed) for r in members),
         "runs": f"{members[0].path.parent}/{{{','.join(r.run_hash for r in members)}}}",
     }
+
+
+def _sweep(record: dict[str, Any]) -> dict[str, Any]:
+    """A recorded sweep as a table: one row per grid cell, its values then each column (verdict over the cell's
+    seeds, or mean ± s.e.)."""
+    from genlab.harness.sweep import fmt_mean_se
+
+    keys, columns = [str(k) for k in record.get("keys", [])], [str(c) for c in record.get("columns", [])]
+    rows = [[str(row.get(k, "")) for k in keys] + [fmt_mean_se(_cell(row.get(c))) for c in columns]
+            for row in record["rows"] if isinstance(row, dict)]  # fmt: skip
+    return {"study": str(record.get("study", "")), "preset": str(record.get("preset", "")),
+            "seeds": record.get("seeds"), "finished": str(record.get("finished", "")),
+            "header": keys + [c.removeprefix("claim:") for c in columns], "rows": rows}  # fmt: skip
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, list) and len(value) == 3:
+        return tuple(float("nan") if v is None else v for v in value)
+    return "-" if value is None else str(value)
 
 
 def _wall(run: StoredRun) -> float:

@@ -12,6 +12,7 @@ import difflib
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -152,3 +153,42 @@ def mean_se(values: Sequence[float]) -> tuple[float, float, int]:
         return math.nan, math.nan, 0
     se = float(arr.std(ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else math.nan
     return float(arr.mean()), se, int(arr.size)
+
+
+# -- the record a sweep leaves in the store (read by the report) --------------------------------------------------
+
+SWEEPS_DIR = "_sweeps"  # under the store root, beside the study folders (never taken for a run)
+
+
+def save_sweep(root: Path, study: str, preset: str, seeds: int, cells: list[dict[str, Any]],
+               results: list[RunResult], columns: list[str], rows: list[dict[str, Any]]) -> Path:
+    """Write ``<root>/_sweeps/<study>--<preset>--<time>.json``: the grid, its table and the runs of each cell, so
+    the report shows the sweep as one table (and does not file its cells as superseded runs)."""
+    from datetime import UTC, datetime
+
+    from genlab.harness.io import atomic_write_json, to_jsonable
+
+    stamp = datetime.now(UTC)
+    path = Path(root) / SWEEPS_DIR / f"{study}--{preset}--{stamp.strftime('%Y%m%dT%H%M%S%f')}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    runs = [[str(r.run_dir) for r in results if r.ok and _in_cell(r, cell)] for cell in cells]
+    atomic_write_json(path, to_jsonable({
+        "study": study, "preset": preset, "seeds": seeds, "finished": stamp.isoformat(timespec="seconds"),
+        "keys": list(cells[0]) if cells else [], "columns": columns, "rows": rows, "runs": runs,
+    }))  # fmt: skip
+    return path
+
+
+def load_sweeps(root: Path) -> list[dict[str, Any]]:
+    """The sweeps recorded under ``root``, oldest first; unreadable records are left out."""
+    import json
+
+    out = []
+    for path in sorted((Path(root) / SWEEPS_DIR).glob("*.json")):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and isinstance(record.get("rows"), list) and isinstance(record.get("runs"), list):
+            out.append(record)
+    return sorted(out, key=lambda r: str(r.get("finished", "")))
