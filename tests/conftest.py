@@ -37,3 +37,20 @@ def build_tiny_chat_lm(tmp_path_factory) -> Callable[..., Path]:
         return path
 
     return build
+
+
+@pytest.fixture
+def cli(capsys) -> Callable[..., tuple[int, str, str]]:
+    """Run one ``genlab`` command in process: ``cli("run", "toy-mean", ...) -> (exit code, stdout, stderr)``."""
+    from genlab.cli import main
+
+    def run(*args: object) -> tuple[int, str, str]:
+        try:
+            main([str(a) for a in args])
+            code = 0
+        except SystemExit as exc:
+            code = exc.code or 0
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run

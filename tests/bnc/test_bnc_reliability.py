@@ -10,23 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genlab.cli import main
 from genlab.measures import bnc_bounds as bb
 
 
-def _cli(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 @pytest.mark.parametrize("k, cap", [(14, 300), (14, 1000), (3, 1000), (200, 100_000)])
-def test_bound_on_large_trees_is_strict_json(capsys, k, cap):
-    code, out, err = _cli(capsys, "bnc", "bound", "--candidates", str(k), "--cap", str(cap), "--json")
+def test_bound_on_large_trees_is_strict_json(cli, k, cap):
+    code, out, err = cli("bnc", "bound", "--candidates", str(k), "--cap", str(cap), "--json")
     assert code == 0, err
     data = json.loads(out, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
     for row in data["classes"]:
@@ -34,8 +23,8 @@ def test_bound_on_large_trees_is_strict_json(capsys, k, cap):
         assert all(math.isfinite(v) and v > 0 for v in row["eps"].values())
 
 
-def test_bound_with_no_decisions_is_strict_json(capsys):
-    code, out, _ = _cli(capsys, "bnc", "bound", "--candidates", "3", "--cap", "10", "--decisions", "0", "--json")
+def test_bound_with_no_decisions_is_strict_json(cli):
+    code, out, _ = cli("bnc", "bound", "--candidates", "3", "--cap", "10", "--decisions", "0", "--json")
     assert code == 0 and json.loads(out)["classes"][0]["log2_m1"] is None
 
 
@@ -61,21 +50,21 @@ def monkeypatch_module():
     mp.undo()
 
 
-def test_tune_with_its_default_node_limit(tmp_path, capsys):
-    code, out, err = _cli(capsys, "bnc", "tune", "--instances", "knapsack", "--count", "4", "--json",
+def test_tune_with_its_default_node_limit(tmp_path, cli):
+    code, out, err = cli("bnc", "tune", "--instances", "knapsack", "--count", "4", "--json",
                           "--out", str(tmp_path / "o"))  # fmt: skip
     assert code == 0, err
     assert json.loads(out)["pdim_class"] > 0 and len(list((tmp_path / "o" / "instances").glob("*.lp"))) == 4
 
 
-def test_a_failed_tune_leaves_nothing_in_out(tmp_path, capsys, monkeypatch):
+def test_a_failed_tune_leaves_nothing_in_out(tmp_path, cli, monkeypatch):
     import genlab.bnc.tune as tune_mod
 
     def broken(*a, **k):
         raise OverflowError("int too large to convert to float")
 
     monkeypatch.setattr(tune_mod, "tune", broken)
-    code, _, _ = _cli(capsys, "bnc", "tune", "--instances", "knapsack", "--count", "4", "--out", str(tmp_path / "o"))
+    code, _, _ = cli("bnc", "tune", "--instances", "knapsack", "--count", "4", "--out", str(tmp_path / "o"))
     assert code != 0 and not (tmp_path / "o").exists()
 
 
@@ -90,8 +79,8 @@ def test_a_failed_tune_leaves_nothing_in_out(tmp_path, capsys, monkeypatch):
         (["bound", "--candidates", "3", "--cap", "10", "--hidden", "0"], "ReLU"),
     ],
 )
-def test_bad_options_are_one_line_exit_2(tmp_path, capsys, monkeypatch, args, words):
+def test_bad_options_are_one_line_exit_2(tmp_path, cli, monkeypatch, args, words):
     monkeypatch.chdir(tmp_path)
-    code, _, err = _cli(capsys, "bnc", *args)
+    code, _, err = cli("bnc", *args)
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
     assert list(tmp_path.iterdir()) == []

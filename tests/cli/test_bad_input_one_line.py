@@ -16,18 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from genlab.cli import main
-
-
-def _cli(capsys, *args) -> tuple[int, str, str]:
-    try:
-        main([str(a) for a in args])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
 
 def _one_line(err: str) -> bool:
     return err.startswith("error: ") and len(err.strip().splitlines()) == 1 and "Traceback" not in err
@@ -45,13 +33,13 @@ def _one_line(err: str) -> bool:
         (["show", "margin-bounds", "--root", "{file}"], "is a file, not a run store"),
     ],
 )
-def test_sizes_and_unknown_values_are_refused_up_front(tmp_path, capsys, monkeypatch, args, words):
+def test_sizes_and_unknown_values_are_refused_up_front(tmp_path, cli, monkeypatch, args, words):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "root").mkdir()
     (tmp_path / "file").write_text("x")
     args = [a.format(root=tmp_path / "root", file=tmp_path / "file") for a in args]
     t0 = time.perf_counter()
-    code, _, err = _cli(capsys, *args, *(["--root", tmp_path / "root"] if args[0] in ("reproduce", "sweep", "run")
+    code, _, err = cli(*args, *(["--root", tmp_path / "root"] if args[0] in ("reproduce", "sweep", "run")
                                          else []))  # fmt: skip
     assert code == 2 and _one_line(err) and words in err, err
     assert time.perf_counter() - t0 < 30
@@ -65,7 +53,7 @@ def test_an_empty_tuple_is_still_writable_explicitly():
 
 
 @pytest.mark.parametrize("failure", ["read-only", "full disk"])
-def test_write_errors_name_the_file_asked_for(tmp_path, capsys, monkeypatch, failure):
+def test_write_errors_name_the_file_asked_for(tmp_path, cli, monkeypatch, failure):
     import tempfile
 
     from genlab.harness import io
@@ -82,7 +70,7 @@ def test_write_errors_name_the_file_asked_for(tmp_path, capsys, monkeypatch, fai
         monkeypatch.setattr(io.os, "fsync", full)
     (tmp_path / "runs").mkdir()
     out = tmp_path / "r.html"
-    code, _, err = _cli(capsys, "report", tmp_path / "runs", "--out", out)
+    code, _, err = cli("report", tmp_path / "runs", "--out", out)
     reason = "Permission denied" if failure == "read-only" else "No space left on device"
     assert code == 2 and _one_line(err) and f"{out}: {reason}" in err and ".tmp" not in err and "Errno" not in err
     assert [p.name for p in tmp_path.iterdir()] == ["runs"]
@@ -98,33 +86,33 @@ def _oodselect_inputs(tmp: Path, columns: int = 30) -> list[str]:
 
 @pytest.mark.parametrize("extra, words", [(["--n-random", "1000000000"], "100,000"),
                                           (["--steps", "1000000000"], "1,000,000")])  # fmt: skip
-def test_oodselect_sizes_are_refused_up_front(tmp_path, capsys, extra, words):
-    code, _, err = _cli(capsys, *_oodselect_inputs(tmp_path), "--out", tmp_path / "o", *extra)
+def test_oodselect_sizes_are_refused_up_front(tmp_path, cli, extra, words):
+    code, _, err = cli(*_oodselect_inputs(tmp_path), "--out", tmp_path / "o", *extra)
     assert code == 2 and _one_line(err) and words in err and not (tmp_path / "o").exists()
 
 
-def test_oodselect_zero_columns(tmp_path, capsys):
-    code, _, err = _cli(capsys, *_oodselect_inputs(tmp_path, columns=0), "--out", tmp_path / "o")
+def test_oodselect_zero_columns(tmp_path, cli):
+    code, _, err = cli(*_oodselect_inputs(tmp_path, columns=0), "--out", tmp_path / "o")
     assert code == 2 and _one_line(err) and "no OOD examples" in err and not (tmp_path / "o").exists()
 
 
-def test_oodselect_leaves_no_empty_out_on_failure(tmp_path, capsys, monkeypatch):
+def test_oodselect_leaves_no_empty_out_on_failure(tmp_path, cli, monkeypatch):
     import genlab.measures.oodselect as measures
 
     def broken_plot(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "o" / "scatter.png"))
 
     monkeypatch.setattr(measures, "scatter_plot", broken_plot)
-    code, _, err = _cli(capsys, *_oodselect_inputs(tmp_path), "--n-random", "2", "--out", tmp_path / "o")
+    code, _, err = cli(*_oodselect_inputs(tmp_path), "--n-random", "2", "--out", tmp_path / "o")
     assert code == 2 and _one_line(err) and not (tmp_path / "o").exists()
 
 
-def test_bound_margin_json_is_strict_and_tiny_gamma_is_quiet(capsys):
-    code, out, err = _cli(capsys, "bound", "margin", "--gamma", "0.01", "--n", "100", "--json")
+def test_bound_margin_json_is_strict_and_tiny_gamma_is_quiet(cli):
+    code, out, err = cli("bound", "margin", "--gamma", "0.01", "--n", "100", "--json")
     data = json.loads(out, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
     assert code == 0 and data["bounds"]["McAllester'03"]["value"] is None
     with _no_warnings():
-        code, out, err = _cli(capsys, "bound", "margin", "--gamma", "1e-320", "--n", "100")
+        code, out, err = cli("bound", "margin", "--gamma", "1e-320", "--n", "100")
     assert code == 0 and err == "" and "Warning" not in out
 
 
@@ -152,13 +140,13 @@ class _no_warnings:
         (["ifbench", "generate", "--backend", "hf", "--model", ".", "--prompts", "{bin}", "--out", "g"], "not UTF-8"),
     ],
 )
-def test_ifbench_tool_inputs_are_exit_2(tmp_path, capsys, monkeypatch, args, words):
+def test_ifbench_tool_inputs_are_exit_2(tmp_path, cli, monkeypatch, args, words):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "bin.txt").write_bytes(bytes(range(128, 256)) * 3)
     (tmp_path / "p.jsonl").write_text('{"key": 1, "prompt": "hi", "instruction_id_list": [], "kwargs": []}\n')
     before = sorted(p.name for p in tmp_path.iterdir())
     args = [a.format(bin=tmp_path / "bin.txt", prompts=tmp_path / "p.jsonl") for a in args]
-    code, _, err = _cli(capsys, *args)
+    code, _, err = cli(*args)
     assert code == 2 and _one_line(err) and words in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
@@ -175,6 +163,6 @@ def test_ctrl_c_while_starting_is_one_line(delay):
     assert "Traceback" not in err and proc.returncode in (0, 130, -signal.SIGINT), err
 
 
-def test_a_group_without_a_command_prints_its_help_and_no_empty_error(capsys):
-    _, out, err = _cli(capsys, "ifbench")
+def test_a_group_without_a_command_prints_its_help_and_no_empty_error(cli):
+    _, out, err = cli("ifbench")
     assert "eval" in out + err and "error:  " not in err and "error: (" not in err

@@ -15,19 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genlab.cli import main
 from genlab.harness.runner import run_study
 from genlab.harness.store import DamagedRun, StoredRun, check_run_dir, clear_interrupted, scan
-
-
-def _cli(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture
@@ -51,31 +40,31 @@ def _untouched(victim: Path) -> bool:
 
 @pytest.mark.parametrize("force", [False, True])
 @pytest.mark.parametrize("level", [0, 1, 2])  # the run folder, its preset folder, its study folder
-def test_a_symlink_in_the_store_is_refused_and_its_target_untouched(tmp_path, toy_dir, capsys, level, force):
+def test_a_symlink_in_the_store_is_refused_and_its_target_untouched(tmp_path, toy_dir, cli, level, force):
     victim = _victim(tmp_path)
     link = toy_dir.parents[level - 1] if level else toy_dir
     link.parent.mkdir(parents=True, exist_ok=True)
     link.symlink_to(victim, target_is_directory=True)
-    code, _, err = _cli(capsys, "run", "toy-mean", "-p", "smoke", "--root", str(tmp_path / "runs"),
+    code, _, err = cli("run", "toy-mean", "-p", "smoke", "--root", str(tmp_path / "runs"),
                         *(["--force"] if force else []))  # fmt: skip
     assert code == 2 and len(err.strip().splitlines()) == 1 and "symbolic link" in err and str(link) in err
     assert _untouched(victim)
 
 
-def test_a_symlinked_run_is_left_out_when_reading(tmp_path, toy_dir, capsys):
+def test_a_symlinked_run_is_left_out_when_reading(tmp_path, toy_dir, cli):
     real = run_study("toy-mean", "smoke", seed=0, root=tmp_path / "elsewhere").run_dir
     toy_dir.parent.mkdir(parents=True)
     toy_dir.symlink_to(real, target_is_directory=True)
     runs, damaged = scan(tmp_path / "runs")
     assert runs == [] and len(damaged) == 1 and "symbolic link" in damaged[0]
-    code, _, err = _cli(capsys, "list", "--root", str(tmp_path / "runs"))
+    code, _, err = cli("list", "--root", str(tmp_path / "runs"))
     assert code == 0 and "damaged run left out" in err
 
 
-def test_a_folder_with_foreign_files_is_never_cleared(tmp_path, toy_dir, capsys):
+def test_a_folder_with_foreign_files_is_never_cleared(tmp_path, toy_dir, cli):
     toy_dir.mkdir(parents=True)
     (toy_dir / "thesis.tex").write_text("years of work")
-    code, _, err = _cli(capsys, "run", "toy-mean", "-p", "smoke", "--root", str(tmp_path / "runs"))
+    code, _, err = cli("run", "toy-mean", "-p", "smoke", "--root", str(tmp_path / "runs"))
     assert code == 2 and "did not write" in err and (toy_dir / "thesis.tex").read_text() == "years of work"
     with pytest.raises(Exception, match="did not write"):
         check_run_dir(tmp_path / "runs", toy_dir)
@@ -137,7 +126,7 @@ DAMAGE = {
 
 
 @pytest.mark.parametrize("damage", list(DAMAGE))
-def test_every_damage_is_a_run_left_out_never_a_failure(tmp_path, capsys, damage):
+def test_every_damage_is_a_run_left_out_never_a_failure(tmp_path, cli, damage):
     root = tmp_path / "runs"
     good = run_study("toy-mean", "smoke", seed=0, root=root)
     bad = run_study("toy-mean", "smoke", seed=1, root=root)
@@ -147,10 +136,10 @@ def test_every_damage_is_a_run_left_out_never_a_failure(tmp_path, capsys, damage
     runs, damaged = scan(root)
     assert [r.seed for r in runs] == [0] and len(damaged) == 1 and str(bad.run_dir) in damaged[0]
     for args in (["list"], ["report", str(root), "--preset", "smoke"]):
-        code, _, err = _cli(capsys, *args, *(["--root", str(root)] if args[0] != "report" else []))
+        code, _, err = cli(*args, *(["--root", str(root)] if args[0] != "report" else []))
         assert code == 0, err
         assert "damaged run left out" in err and str(bad.run_dir) in err
-    assert _cli(capsys, "show", "toy-mean", "--root", str(root))[0] == 0
+    assert cli("show", "toy-mean", "--root", str(root))[0] == 0
     again = run_study("toy-mean", "smoke", seed=1, root=root)
     assert not again.skipped and again.metrics == bad.metrics and scan(root)[1] == []
     assert run_study("toy-mean", "smoke", seed=0, root=root).skipped and good.run_dir.exists()
@@ -188,11 +177,11 @@ def test_any_json_in_a_stored_file_is_read_or_left_out(tmp_path_factory, name, k
 
 
 @pytest.mark.parametrize("damage", ["seed is text", "metrics nested 200,000 deep", "a figure is a folder"])
-def test_reproduce_recomputes_a_damaged_run(tmp_path, capsys, damage):
+def test_reproduce_recomputes_a_damaged_run(tmp_path, cli, damage):
     root = tmp_path / "runs"
     bad = run_study("toy-mean", "smoke", seed=1, root=root)
     DAMAGE[damage](bad.run_dir)
-    code, _, err = _cli(capsys, "reproduce", "toy-mean", "-p", "smoke", "--seeds", "2", "--backend", "serial",
+    code, _, err = cli("reproduce", "toy-mean", "-p", "smoke", "--seeds", "2", "--backend", "serial",
                         "--root", str(root), "--quiet")  # fmt: skip
     assert code == 0, err
     assert StoredRun.load(bad.run_dir).metrics == bad.metrics and scan(root)[1] == []
