@@ -5,11 +5,11 @@ A small pixel-space DiT (patch embedding, adaLN-Zero blocks, learned positions) 
 (velocity) denoiser on digit subsets of size n, in four arms with identical parameters and optimiser: global
 attention, a k x k window in the early half of the blocks, the same window in the late half, and a control with a
 density-matched random mask in the early half. Measured: attention mass inside the window per layer vs n, the
-train - held-out denoising PSNR gap, the copy fraction of generated samples. All arms and sizes of one seed are
-trained side by side as one ensemble DiT (members never interact); seeds run in parallel processes.
-Every claim is a paired test over seeds (genlab.harness.decide); the gap comparisons are withheld unless the
-global model memorises at the smallest n and the compared arms reach the same train PSNR within ``psnr_match_db``
-(under-trained models say nothing — see docs/studies/dit-locality.md).
+train - held-out denoising PSNR gap, the copy fraction of generated samples. Every (seed, n, arm) DiT is one member
+of a single ensemble DiT trained in one process (members never interact). Every claim is a test over seeds
+(genlab.harness.decide); a premise claim (the global model memorises at the smallest n: its gap above
+``min_gap_db``) gates the gap comparisons, which are also withheld unless the compared arms reach the same train
+PSNR within ``psnr_match_db`` (under-trained models say nothing — see docs/studies/dit-locality.md).
 """
 
 from __future__ import annotations
