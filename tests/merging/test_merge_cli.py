@@ -58,7 +58,7 @@ def test_cli_merges_and_prints_a_summary(setup):
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda c, t: {**c, "modules": {}}, "mergekit key 'modules' is not supported"),
+        (lambda c, t: {"modules": {"vision": {}, "text": {}}, "merge_method": "ties"}, "single-module models"),
         (lambda c, t: {**c, "merge_method": "ram"}, "does not implement"),
         (lambda c, t: {**c, "parameters": {"rescale": 2}}, "expected true or false"),
         (lambda c, t: {**c, "base_model": str(t / "missing")}, "no such file or folder"),

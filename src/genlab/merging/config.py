@@ -40,7 +40,7 @@ TOP_KEYS = (
     "merge_method", "base_model", "models", "slices", "parameters", "dtype", "out_dtype", "tokenizer_source",
     "tokenizer", "chat_template",
 )  # fmt: skip
-MERGEKIT_ONLY_KEYS = ("modules",)
+MODULE_KEYS = ("models", "slices", "parameters")
 MODEL_KEYS = ("model", "parameters")
 SLICE_KEYS = ("sources", "base_model", "parameters", "residual_weight")
 SOURCE_KEYS = ("model", "layer_range", "parameters")
@@ -149,9 +149,8 @@ def parse_config(data: Any, base_dir: str | Path | None = None, text: str = "") 
     """Validate a configuration mapping (as ``yaml.safe_load`` gives it)."""
     if not isinstance(data, Mapping):
         raise MergeConfigError("the merge configuration must be a YAML mapping with merge_method and models")
-    for key in data:
-        if key in MERGEKIT_ONLY_KEYS:
-            raise MergeConfigError(f"mergekit key {key!r} is not supported by genlab merge (use 'models' or 'slices')")
+    if "modules" in data:
+        data = _from_modules(data)
     check_shape(data)  # keys and kinds of values at every level (pydantic); parameters are checked below
     for key in data:
         if key not in TOP_KEYS:
@@ -161,7 +160,7 @@ def parse_config(data: Any, base_dir: str | Path | None = None, text: str = "") 
         raise MergeConfigError("the configuration needs merge_method")
     method = get_method(_text(data["merge_method"], "merge_method"))
     if bool(data.get("models")) == bool(data.get("slices")):
-        raise MergeConfigError("the configuration needs exactly one of a non-empty 'models' or 'slices' list")
+        raise MergeConfigError("the configuration needs exactly one of a non-empty 'models', 'slices' or 'modules'")
     base_ref = _text(data["base_model"], "base_model") if data.get("base_model") is not None else None
     top = _parameters(data.get("parameters"), method, "parameters", top_level=True)
     base_dir = Path(base_dir or ".")
@@ -204,6 +203,54 @@ def parse_config(data: Any, base_dir: str | Path | None = None, text: str = "") 
         tokens=tokens,
         pad_to_multiple_of=pad,
     )
+
+
+def _from_modules(data: Mapping) -> dict:
+    """mergekit's ``modules:`` form for a single-module model (``modules: {default: {models | slices,
+    parameters}}``; ``default`` is the name mergekit gives the one module of every single-module architecture)
+    as the same merge in the ``models`` / ``slices`` form: the module's parameters take precedence over the
+    top-level ones, falling through to them where a module setting's filters match nothing (mergekit's order)."""
+    modules = data["modules"]
+    if any(data.get(k) for k in ("models", "slices")):
+        raise MergeConfigError("give exactly one of 'models', 'slices' or 'modules'")
+    if not isinstance(modules, Mapping) or not modules:
+        raise MergeConfigError("'modules' must be a mapping of module name -> {models | slices, parameters}")
+    if list(modules) != ["default"]:
+        raise MergeConfigError(f"modules: genlab merges single-module models, whose one module mergekit names "
+                               f"'default' (got {', '.join(map(repr, modules))}); a model with several modules "
+                               "(vision + language) needs mergekit's architecture tables")  # fmt: skip
+    module = modules["default"]
+    if not isinstance(module, Mapping):
+        raise MergeConfigError("modules.default must be a mapping with models or slices, and parameters")
+    _check_keys(module, MODULE_KEYS, "modules.default")
+    if bool(module.get("models")) == bool(module.get("slices")):
+        raise MergeConfigError("modules.default needs exactly one of a non-empty 'models' or 'slices' list")
+    out = {k: v for k, v in data.items() if k != "modules"}
+    form = "models" if module.get("models") else "slices"
+    out[form] = module[form]
+    inner = module.get("parameters")
+    if inner is not None:
+        top = data.get("parameters") or {}
+        if not isinstance(inner, Mapping) or not isinstance(top, Mapping):
+            raise MergeConfigError("parameters must be a mapping of parameter names to values")
+        out["parameters"] = {**top, **{k: _before(v, top[k]) if k in top else v for k, v in inner.items()}}
+    return out
+
+
+def _before(first: Any, then: Any) -> Any:
+    """One setting that gives ``first``'s value, or ``then``'s where ``first``'s filters match nothing."""
+
+    def conditions(setting: Any) -> list | None:
+        if isinstance(setting, Mapping):
+            return [setting]
+        if isinstance(setting, list) and setting and all(isinstance(c, Mapping) for c in setting):
+            return list(setting)
+        return None
+
+    head = conditions(first)
+    if head is None:  # a value or a gradient always gives a value
+        return first
+    return head + (conditions(then) or [{"value": then}])
 
 
 def _did_you_mean(key: Any, known: Sequence[str]) -> str:
