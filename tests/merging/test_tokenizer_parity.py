@@ -216,3 +216,27 @@ def test_unknown_chat_template_name_is_refused():
     with pytest.raises(MergeConfigError, match="template name"):
         resolve_chat_template("chatm", [])
     assert resolve_chat_template("{{ messages }}", []) == "{{ messages }}"
+
+
+def test_in_memory_merge_refuses_a_tokenizer_merge():
+    from genlab.merging import merge_state_dicts
+
+    sd = {"model.embed_tokens.weight": torch.zeros(3, 2)}
+    cfg = {"merge_method": "linear", "tokenizer_source": "union", "models": [{"model": "a"}]}
+    with pytest.raises(MergeConfigError, match="merge_to_folder"):
+        merge_state_dicts({"a": sd}, cfg)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["alpaca", "exaone"])
+def test_named_chat_template_without_tokenizer_source_matches_mergekit(llamas, tmp_path, name):
+    """Without tokenizer_source mergekit re-saves the donor's tokenizer with the template; genlab copies the
+    tokenizer files and writes the template: the template transformers loads is the same. (Without a base_model
+    mergekit's donor is the first of a set of models, which varies between runs; genlab's the first listed.)"""
+    p = llamas
+    cfg = {"merge_method": "linear", "chat_template": name, "base_model": str(p["base"]),  # the donor
+           "models": [{"model": str(p[m]), "parameters": {"weight": 1.0}} for m in ("base", "a")]}  # fmt: skip
+    gl, mk = _run_both(cfg, tmp_path)
+    ours, theirs = (transformers.AutoTokenizer.from_pretrained(f) for f in (gl, mk))
+    assert ours.chat_template == theirs.chat_template == (gl / "chat_template.jinja").read_text()
+    assert ours.get_vocab() == theirs.get_vocab()

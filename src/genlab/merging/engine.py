@@ -434,6 +434,9 @@ def merge_state_dicts(
                                       {"model": "b", "parameters": {"weight": 1, "density": 0.5}}]})
     """
     cfg = config if isinstance(config, MergeConfig) else parse_config(config)
+    if cfg.tokenizer_source is not None:
+        raise MergeConfigError("tokenizer_source / tokenizer merge tokenizers, which state dicts lack: "
+                               "merge model folders with merge_to_folder (genlab merge)")  # fmt: skip
     sources = [_source_for(models, m) for m in cfg.inputs]
     try:
         plan = plan_merge(cfg, sources)
