@@ -15,6 +15,9 @@ dtype: bfloat16                    # cast inputs before merging; out_dtype casts
 tokenizer_source: union            # base | union | model:REF (or a tokenizer: block); chat_template: chatml
 ```
 
+mergekit's ``modules: {default: {models | slices, parameters}}`` (a single-module model) is read as the same
+merge in the ``models`` / ``slices`` form (:func:`_from_modules`).
+
 Keys, parameters and values outside this subset are errors that name the key; nothing is silently ignored
 (mergekit ignores unknown keys and parameters). Parameter settings resolve as in mergekit: a model's own
 ``parameters`` first, then the top-level ones, then the method's default; ``{filter, value}`` entries match a
