@@ -251,15 +251,17 @@ def permute_rows(
 def _fill_rows(voc, models, base, tensors, perms, shape, dtype, name) -> dict[int, torch.Tensor]:
     """The row for every token some model lacks (or that a forced ``tokens`` entry sets), by token id."""
     have = torch.stack([p >= 0 for p in perms])  # [models, tokens]
-    count = have.sum(0)
+    count = have.sum(0).tolist()
     base_pos = models.index(base) if base is not None and base in models else None
+    names = {tid: t for t, tid in voc.vocab.items()}
+    todo = {tid for tid, k in enumerate(count) if k < len(models)}  # only these and forced entries need a row
+    todo |= {voc.vocab[t] for t, spec in voc.tokens.items() if spec.force}
     fill = {}
-    for t, tid in voc.vocab.items():
+    for tid in sorted(todo):
+        t = names[tid]
         spec = voc.tokens.get(t)
-        if int(count[tid]) == len(models) and not (spec is not None and spec.force):
-            continue
         if spec is None:
-            k = int(count[tid])
+            k = count[tid]
             if k == 1:
                 spec = TokenEmbedding("model", models[int(have[:, tid].nonzero()[0, 0])])
             elif k == 0:
