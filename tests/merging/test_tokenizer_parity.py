@@ -240,3 +240,35 @@ def test_named_chat_template_without_tokenizer_source_matches_mergekit(llamas, t
     ours, theirs = (transformers.AutoTokenizer.from_pretrained(f) for f in (gl, mk))
     assert ours.chat_template == theirs.chat_template == (gl / "chat_template.jinja").read_text()
     assert ours.get_vocab() == theirs.get_vocab()
+
+
+def _bpe_llama(path, seed, vocab, merges, rows):
+    """A Llama with a BPE tokenizer whose last tokens lie past the model's vocab_size (``rows``)."""
+    from tokenizers import Tokenizer, models
+
+    tk = Tokenizer(models.BPE({t: i for i, t in enumerate(vocab)}, merges, unk_token="<unk>"))
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="<unk>")
+    torch.manual_seed(seed)
+    cfg = transformers.LlamaConfig(
+        vocab_size=rows, hidden_size=8, intermediate_size=12, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=1, tie_word_embeddings=False,
+    )  # fmt: skip
+    transformers.LlamaForCausalLM(cfg).save_pretrained(path)
+    fast.save_pretrained(path)
+    return path
+
+
+@pytest.mark.slow
+def test_base_tokens_past_vocab_size_are_stripped_as_mergekit_does(tmp_path):
+    """The base's BPE tokenizer has two tokens past its vocab_size: mergekit strips them (and the merges that use
+    them) before the union; the expert brings one of them back with its own row."""
+    chars = ["<unk>", "a", "b", "c", "ab", "abc", "x", "y"]
+    merges = [("a", "b"), ("ab", "c")]
+    base = _bpe_llama(tmp_path / "base", 0, chars, merges, rows=6)  # x, y past vocab_size
+    expert = _bpe_llama(tmp_path / "e", 1, ["<unk>", "a", "b", "c", "ab", "y", "z"], [("a", "b")], rows=7)
+    cfg = {"merge_method": "task_arithmetic", "base_model": str(base), "tokenizer_source": "union",
+           "models": [{"model": str(expert), "parameters": {"weight": 0.5}}]}  # fmt: skip
+    gl, mk = _run_both(cfg, tmp_path)
+    _assert_same_by_token(gl, mk)
+    vocab = _vocab(gl)
+    assert "x" not in vocab and {"y", "z", "abc"} <= set(vocab) and len(vocab) == 8
