@@ -184,7 +184,11 @@ def test_bad_configurations_are_clear_errors(models):
     bare = {**good, "models": [str(paths[k]) for k in ("a", "b", "c")], "parameters": {}}
     cases = [
         ({**good, "slices": [{"sources": []}]}, "exactly one of"),
-        ({**good, "modules": {}}, "mergekit key 'modules' is not supported"),
+        ({**good, "modules": {"default": {"models": good["models"]}}}, "exactly one of 'models', 'slices' or"),
+        ({k: v for k, v in good.items() if k != "models"} | {"modules": {"text": {"models": good["models"]}}},
+         "single-module models, whose one module mergekit names 'default'"),
+        ({k: v for k, v in good.items() if k != "models"} | {"modules": {"default": {"modles": []}}},
+         "modules.default: unknown key 'modles' \\(did you mean 'models'\\?\\)"),
         ({**good, "foo": 1}, "unknown key 'foo'"),
         ({**good, "merge_mthod": 1}, "did you mean 'merge_method'"),
         ({**good, "tokenizer": {"sorce": "base"}}, "tokenizer: unknown key 'sorce' \\(did you mean 'source'\\?\\)"),

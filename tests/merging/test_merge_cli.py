@@ -58,7 +58,7 @@ def test_cli_merges_and_prints_a_summary(setup):
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda c, t: {**c, "modules": {}}, "mergekit key 'modules' is not supported"),
+        (lambda c, t: {"modules": {"vision": {}, "text": {}}, "merge_method": "ties"}, "single-module models"),
         (lambda c, t: {**c, "merge_method": "ram"}, "does not implement"),
         (lambda c, t: {**c, "parameters": {"rescale": 2}}, "expected true or false"),
         (lambda c, t: {**c, "base_model": str(t / "missing")}, "no such file or folder"),
@@ -205,14 +205,14 @@ def test_threshold_trim_from_the_cli(setup):
     _one_line_exit_2(res, "choose one of mergekit, threshold")
 
 
-def test_model_card_tokenizer_source_and_chat_template(setup):
+def test_model_card_and_chat_template(setup):
     tmp_path, cfg = setup
     tok = {"tokenizer_config.json": json.dumps({"chat_template": "{{ old }}", "model_max_length": 8}),
            "tokenizer.json": '{"version": "1.0"}'}  # fmt: skip
     for name in ("base", "a", "b"):
         for f, text in tok.items():
             (tmp_path / name / f).write_text(text)
-    cfg = {**cfg, "tokenizer_source": f"model:{cfg['models'][0]['model']}", "chat_template": "{{ messages }}"}
+    cfg = {**cfg, "chat_template": "{{ messages }}"}
     res = _invoke(tmp_path, cfg, "--quiet")
     assert res.exit_code == 0, res.output
     out = tmp_path / "out"
@@ -220,28 +220,38 @@ def test_model_card_tokenizer_source_and_chat_template(setup):
     assert "[TIES](https://arxiv.org/abs/2306.01708) merge method using" in card and "merge_method: ties" in card
     assert (out / "chat_template.jinja").read_text() == "{{ messages }}"
     assert "chat_template" not in json.loads((out / "tokenizer_config.json").read_text())
-    (tmp_path / "b" / "tokenizer.json").write_text('{"version": "2.0"}')
-    _one_line_exit_2(_invoke(tmp_path, {**cfg, "tokenizer_source": "union"}, "--force"), "does not remap")
+    assert _invoke(tmp_path, {**cfg, "chat_template": "mistral"}, "--force", "--quiet").exit_code == 0
+    assert (out / "chat_template.jinja").read_text().startswith("{%- if messages[0]['role'] == 'system' %}")
+    _one_line_exit_2(_invoke(tmp_path, {**cfg, "chat_template": "chatm"}, "--force"), "a template name (alpaca, ")
+    # tokenizer_source builds the tokenizer with transformers: an unreadable tokenizer is one line, exit 2
+    _one_line_exit_2(_invoke(tmp_path, {**cfg, "tokenizer_source": "union"}, "--force"), "cannot load the tokenizer")
 
 
-@pytest.mark.parametrize("n_tokens, pad, ok", [(6, None, True), (5, None, False), (6, 4, False)])
-def test_tokenizer_source_needs_one_embedding_row_per_token(tmp_path, n_tokens, pad, ok):
-    """With a shared tokenizer mergekit's union is the identity only when the embeddings have one row per token
-    (it resizes them otherwise, and pads to pad_to_multiple_of): genlab refuses what it would not reproduce."""
-    vocab = {f"t{i}": i for i in range(n_tokens)}
+@pytest.mark.parametrize("n_tokens, pad, rows", [(6, None, 6), (5, None, 5), (6, 4, 8), (3, 3, 3)])
+def test_tokenizer_source_resizes_embeddings_to_the_vocabulary(tmp_path, n_tokens, pad, rows):
+    """The embeddings are laid out on the output vocabulary (extra rows past the tokenizer dropped, padding rows
+    the mean of the real ones) and config.json's vocab_size follows."""
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, models
+
+    tk = Tokenizer(models.WordLevel({f"t{i}": i for i in range(n_tokens)}, unk_token="t0"))
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="t0")
+    emb = {}
     for seed, name in enumerate(("base", "a")):
         (tmp_path / name).mkdir()
-        g = torch.Generator().manual_seed(seed)
-        save_file(
-            {"model.embed_tokens.weight": torch.randn(6, 4, generator=g)}, str(tmp_path / name / "model.safetensors")
-        )
-        (tmp_path / name / "tokenizer_config.json").write_text("{}")
-        (tmp_path / name / "tokenizer.json").write_text(json.dumps({"model": {"vocab": vocab}, "added_tokens": []}))
+        emb[name] = torch.randn(6, 4, generator=torch.Generator().manual_seed(seed))
+        save_file({"model.embed_tokens.weight": emb[name]}, str(tmp_path / name / "model.safetensors"))
+        (tmp_path / name / "config.json").write_text(json.dumps({"vocab_size": 6}))
+        fast.save_pretrained(tmp_path / name)
     tokenizer = {"source": "union", **({"pad_to_multiple_of": pad} if pad else {})}
     cfg = {"merge_method": "task_arithmetic", "base_model": str(tmp_path / "base"), "tokenizer": tokenizer,
            "models": [{"model": str(tmp_path / "a"), "parameters": {"weight": 0.5}}]}  # fmt: skip
     res = _invoke(tmp_path, cfg, "--quiet")
-    if ok:
-        assert res.exit_code == 0, res.output
-    else:
-        _one_line_exit_2(res, "mergekit would resize the embeddings")
+    assert res.exit_code == 0, res.output
+    out = load_file(str(tmp_path / "out" / "model.safetensors"))["model.embed_tokens.weight"]
+    assert out.shape == (rows, 4)
+    real = emb["base"][:n_tokens] + 0.5 * (emb["a"][:n_tokens] - emb["base"][:n_tokens])
+    assert torch.allclose(out[:n_tokens], real)
+    if rows > n_tokens:
+        assert torch.allclose(out[n_tokens:], real.mean(0).expand(rows - n_tokens, 4), atol=1e-6)
+    assert json.loads((tmp_path / "out" / "config.json").read_text())["vocab_size"] == rows

@@ -86,6 +86,16 @@ def _cases(p):
             ([("base", [0, 2], None), ("a", [2, 4], {"weight": 0.8}), ("b", [1, 3], {"weight": 0.5})], {}),
             ([("base", [2, 4], None), ("c", [0, 2], {"weight": [0.3, 0.9]})], {}),
         ])},
+        # mergekit's modules form (one module, "default"): module parameters first, falling through to the top
+        "modules_ties": {"merge_method": "ties", "base_model": base, "parameters": {"density": 0.6, "weight": 0.5},
+                         "modules": {"default": {
+                             "models": _models(p, [("a", None), ("b", {"weight": 0.9})]),
+                             "parameters": {"density": [{"filter": "mlp", "value": 0.3}], "lambda": 0.8}}}},
+        "modules_slices": {"merge_method": "slerp", "base_model": base, "parameters": {"t": 0.9},
+                           "modules": {"default": {"parameters": {"t": [0, 1]}, "slices": _slices(p, [
+                               ([("base", [0, 3], None), ("a", [1, 4], None)], {}),
+                               ([("base", [3, 4], None), ("a", [0, 1], None)], {"parameters": {"t": 0.2}}),
+                           ])}}},
     }  # fmt: skip
 
 

@@ -12,8 +12,11 @@ models:
       density: [{filter: mlp, value: 0.3}, {value: 0.7}]   # by substring of the tensor name
 parameters: {normalize: true, lambda: 1.0, int8_mask: false}
 dtype: bfloat16                    # cast inputs before merging; out_dtype casts the result
-tokenizer_source: base             # only "base" (copy the base model's tokenizer files)
+tokenizer_source: union            # base | union | model:REF (or a tokenizer: block); chat_template: chatml
 ```
+
+mergekit's ``modules: {default: {models | slices, parameters}}`` (a single-module model) is read as the same
+merge in the ``models`` / ``slices`` form (:func:`_from_modules`).
 
 Keys, parameters and values outside this subset are errors that name the key; nothing is silently ignored
 (mergekit ignores unknown keys and parameters). Parameter settings resolve as in mergekit: a model's own
@@ -40,7 +43,7 @@ TOP_KEYS = (
     "merge_method", "base_model", "models", "slices", "parameters", "dtype", "out_dtype", "tokenizer_source",
     "tokenizer", "chat_template",
 )  # fmt: skip
-MERGEKIT_ONLY_KEYS = ("modules",)
+MODULE_KEYS = ("models", "slices", "parameters")
 MODEL_KEYS = ("model", "parameters")
 SLICE_KEYS = ("sources", "base_model", "parameters", "residual_weight")
 SOURCE_KEYS = ("model", "layer_range", "parameters")
@@ -82,10 +85,25 @@ class OutputSlice:
     sources: tuple[SliceSource, ...]
     base: int | None  # index into MergeConfig.inputs: the slice's base_model, else the top-level one
     parameters: dict[str, Any] = field(default_factory=dict)
+    vocab_base: int | None = None  # the slice's base model whether or not the method uses one (embedding fill)
 
     @property
     def n_layers(self) -> int:
         return self.sources[0].layer_range[1] - self.sources[0].layer_range[0]
+
+
+@dataclass(frozen=True)
+class TokenEmbedding:
+    """A ``tokenizer.tokens`` entry: where the embedding row of a token comes from (mergekit's
+    TokenEmbeddingConfig). ``kind``: ``model`` (that model's row for the same token), ``model_token`` (that
+    model's row for another ``token`` or ``token_id``), ``zero``, or ``none`` (no source given); ``force``: use
+    it even for models that have the token."""
+
+    kind: str
+    model: int | None = None  # index into MergeConfig.inputs
+    token: str | None = None
+    token_id: int | None = None
+    force: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,7 +118,7 @@ class MergeConfig:
     text: str = ""
     slices: tuple[OutputSlice, ...] | None = None  # the `slices` form; None for `models`
     chat_template: str | None = None
-    tokens: dict[str, Any] = field(default_factory=dict)  # tokenizer.tokens
+    tokens: dict[str, TokenEmbedding] = field(default_factory=dict)  # tokenizer.tokens
     pad_to_multiple_of: int | None = None
 
     @property
@@ -134,9 +152,8 @@ def parse_config(data: Any, base_dir: str | Path | None = None, text: str = "") 
     """Validate a configuration mapping (as ``yaml.safe_load`` gives it)."""
     if not isinstance(data, Mapping):
         raise MergeConfigError("the merge configuration must be a YAML mapping with merge_method and models")
-    for key in data:
-        if key in MERGEKIT_ONLY_KEYS:
-            raise MergeConfigError(f"mergekit key {key!r} is not supported by genlab merge (use 'models' or 'slices')")
+    if "modules" in data:
+        data = _from_modules(data)
     check_shape(data)  # keys and kinds of values at every level (pydantic); parameters are checked below
     for key in data:
         if key not in TOP_KEYS:
@@ -146,7 +163,7 @@ def parse_config(data: Any, base_dir: str | Path | None = None, text: str = "") 
         raise MergeConfigError("the configuration needs merge_method")
     method = get_method(_text(data["merge_method"], "merge_method"))
     if bool(data.get("models")) == bool(data.get("slices")):
-        raise MergeConfigError("the configuration needs exactly one of a non-empty 'models' or 'slices' list")
+        raise MergeConfigError("the configuration needs exactly one of a non-empty 'models', 'slices' or 'modules'")
     base_ref = _text(data["base_model"], "base_model") if data.get("base_model") is not None else None
     top = _parameters(data.get("parameters"), method, "parameters", top_level=True)
     base_dir = Path(base_dir or ".")
@@ -189,6 +206,54 @@ def parse_config(data: Any, base_dir: str | Path | None = None, text: str = "") 
         tokens=tokens,
         pad_to_multiple_of=pad,
     )
+
+
+def _from_modules(data: Mapping) -> dict:
+    """mergekit's ``modules:`` form for a single-module model (``modules: {default: {models | slices,
+    parameters}}``; ``default`` is the name mergekit gives the one module of every single-module architecture)
+    as the same merge in the ``models`` / ``slices`` form: the module's parameters take precedence over the
+    top-level ones, falling through to them where a module setting's filters match nothing (mergekit's order)."""
+    modules = data["modules"]
+    if any(data.get(k) for k in ("models", "slices")):
+        raise MergeConfigError("give exactly one of 'models', 'slices' or 'modules'")
+    if not isinstance(modules, Mapping) or not modules:
+        raise MergeConfigError("'modules' must be a mapping of module name -> {models | slices, parameters}")
+    if list(modules) != ["default"]:
+        raise MergeConfigError(f"modules: genlab merges single-module models, whose one module mergekit names "
+                               f"'default' (got {', '.join(map(repr, modules))}); a model with several modules "
+                               "(vision + language) needs mergekit's architecture tables")  # fmt: skip
+    module = modules["default"]
+    if not isinstance(module, Mapping):
+        raise MergeConfigError("modules.default must be a mapping with models or slices, and parameters")
+    _check_keys(module, MODULE_KEYS, "modules.default")
+    if bool(module.get("models")) == bool(module.get("slices")):
+        raise MergeConfigError("modules.default needs exactly one of a non-empty 'models' or 'slices' list")
+    out = {k: v for k, v in data.items() if k != "modules"}
+    form = "models" if module.get("models") else "slices"
+    out[form] = module[form]
+    inner = module.get("parameters")
+    if inner is not None:
+        top = data.get("parameters") or {}
+        if not isinstance(inner, Mapping) or not isinstance(top, Mapping):
+            raise MergeConfigError("parameters must be a mapping of parameter names to values")
+        out["parameters"] = {**top, **{k: _before(v, top[k]) if k in top else v for k, v in inner.items()}}
+    return out
+
+
+def _before(first: Any, then: Any) -> Any:
+    """One setting that gives ``first``'s value, or ``then``'s where ``first``'s filters match nothing."""
+
+    def conditions(setting: Any) -> list | None:
+        if isinstance(setting, Mapping):
+            return [setting]
+        if isinstance(setting, list) and setting and all(isinstance(c, Mapping) for c in setting):
+            return list(setting)
+        return None
+
+    head = conditions(first)
+    if head is None:  # a value or a gradient always gives a value
+        return first
+    return head + (conditions(then) or [{"value": then}])
 
 
 def _did_you_mean(key: Any, known: Sequence[str]) -> str:
@@ -264,7 +329,7 @@ def _slices(raw: Any, base_ref: str | None, method: Method, base_dir: Path):
             raise MergeConfigError(f"{where}: {method.name} needs a base_model among the slice's sources")
         if len({s.model for s in sources}) != len(sources):
             raise MergeConfigError(f"{where}: a model is listed twice among the sources")
-        out.append(OutputSlice(tuple(sources), base if method.uses_base else None, params))
+        out.append(OutputSlice(tuple(sources), base if method.uses_base else None, params, base))
     if base_ref is not None:
         index(base_ref)
     inputs = tuple(ModelEntry(r, _resolve_path(r, base_dir), {}, is_base=r == base_ref) for r in refs)
@@ -284,20 +349,63 @@ def _tokenizer(data: Mapping, inputs: Sequence[ModelEntry], base: ModelEntry | N
         source = block.get("source", "union")
         tokens = block.get("tokens") or {}
         if not isinstance(tokens, Mapping):
-            raise MergeConfigError("tokenizer.tokens must be a mapping of token -> {source: ...}")
+            raise MergeConfigError("tokenizer.tokens must be a mapping of token -> {source: ..., force: ...}")
+        tokens = {_text(t, "tokenizer.tokens key") if not isinstance(t, str) else t: _token_embedding(v, t, inputs)
+                  for t, v in tokens.items()}  # fmt: skip
         pad = block.get("pad_to_multiple_of")
         if pad is not None and (type(pad) is not int or pad <= 0):
             raise MergeConfigError(f"tokenizer.pad_to_multiple_of must be a positive whole number, got {pad!r}")
     if source is None:
         return None, dict(tokens), pad
     source = _text(source, "tokenizer_source")
-    if source.startswith("model:"):
-        source = source.removeprefix("model:").strip()
     if source == "base" and base is None:
         raise MergeConfigError("tokenizer_source: base needs base_model")
-    if source not in ("base", "union") and source not in {m.ref for m in inputs}:
-        raise MergeConfigError(f"tokenizer_source: {source!r} is not one of the input models, 'base' or 'union'")
+    if source not in ("base", "union"):
+        source = inputs[_model_index(source, inputs, "tokenizer_source")].ref
     return source, dict(tokens), pad
+
+
+def _model_index(ref: str, inputs: Sequence[ModelEntry], where: str) -> int:
+    """The input a model reference names (``model:`` prefix optional)."""
+    ref = ref.removeprefix("model:").strip()
+    for i, m in enumerate(inputs):
+        if m.ref == ref:
+            return i
+    raise MergeConfigError(f"{where}: {ref!r} is not one of the input models" +
+                           (", 'base' or 'union'" if where == "tokenizer_source" else ""))  # fmt: skip
+
+
+def _token_embedding(raw: Any, token: str, inputs: Sequence[ModelEntry]) -> TokenEmbedding:
+    where = f"tokenizer.tokens[{token!r}]"
+    raw = {} if raw is None else raw
+    if not isinstance(raw, Mapping):
+        raise MergeConfigError(f"{where} must be a mapping {{source: ..., force: ...}}")
+    _check_keys(raw, ("source", "force"), where)
+    force = raw.get("force", False)
+    if not isinstance(force, bool):
+        raise MergeConfigError(f"{where}.force must be true or false, got {force!r}")
+    src = raw.get("source")
+    if src is None:
+        return TokenEmbedding("none", force=force)
+    if isinstance(src, str):
+        return TokenEmbedding("model", _model_index(src, inputs, f"{where}.source"), force=force)
+    if not isinstance(src, Mapping) or src.get("kind") not in ("zero", "model_token"):
+        raise MergeConfigError(f"{where}.source must be a model, {{kind: zero}} or "
+                               "{kind: model_token, model: REF, token: TEXT | token_id: N}")  # fmt: skip
+    if src["kind"] == "zero":
+        _check_keys(src, ("kind",), f"{where}.source")
+        return TokenEmbedding("zero", force=force)
+    _check_keys(src, ("kind", "model", "token", "token_id"), f"{where}.source")
+    if "model" not in src or (src.get("token") is None) == (src.get("token_id") is None):
+        raise MergeConfigError(f"{where}.source: model_token needs model and exactly one of token, token_id")
+    tid = src.get("token_id")
+    if tid is not None and type(tid) is not int:
+        raise MergeConfigError(f"{where}.source.token_id must be a whole number, got {tid!r}")
+    tok = src.get("token")
+    if tok is not None and not isinstance(tok, str):
+        raise MergeConfigError(f"{where}.source.token must be text, got {tok!r}")
+    model = _model_index(_text(src["model"], f"{where}.source.model"), inputs, f"{where}.source.model")
+    return TokenEmbedding("model_token", model, tok, tid, force)
 
 
 def _resolve_path(ref: str, base_dir: Path) -> Path:

@@ -43,6 +43,8 @@ class TensorJob:
     copy: bool  # a non-floating buffer: copied, all inputs must agree
     shared: dict[str, Any]
     per_model: tuple[dict[str, Any], ...]  # resolved per-model parameters, job order ({} for a base kept apart)
+    vocab: bool = False  # rows laid out on the output vocabulary before the merge (tokenizer_source)
+    vocab_base: int | None = None  # the base model (an input index) for filling missing token rows
 
     @property
     def label(self) -> str:
@@ -57,6 +59,7 @@ class MergePlan:
     order: list[int]  # cmm: expert indices (into config.experts) in merge order; else list order
     capability: list[float] | None = None
     n_layers: int | None = None  # the slices form: layers of the output model
+    vocab: Any = None  # genlab.merging.vocab.Vocabulary when the tokenizers are merged
 
     @property
     def nbytes(self) -> int:
@@ -66,9 +69,10 @@ class MergePlan:
 # -- planning ---------------------------------------------------------------------------------------------------
 
 
-def plan_merge(config: MergeConfig, sources: Sequence[Source]) -> MergePlan:
+def plan_merge(config: MergeConfig, sources: Sequence[Source], vocab: Any = None) -> MergePlan:
     """Check names, shapes and parameters of every tensor; no tensor data is read (except for a cmm
-    conflict ranking, which needs a pass over the weights)."""
+    conflict ranking, which needs a pass over the weights). ``vocab``: a genlab.merging.vocab.Vocabulary when
+    the tokenizers are merged (the vocabulary tensors are then laid out on it)."""
     if len(sources) != len(config.inputs):
         raise ValueError("one source per input model is needed")
     n_layers = None
@@ -78,12 +82,13 @@ def plan_merge(config: MergeConfig, sources: Sequence[Source]) -> MergePlan:
         names = _output_names(config, sources)
         layers = _layer_positions(names)
         everyone = tuple(range(len(config.inputs)))
+        base_i = next((i for i, m in enumerate(config.inputs) if m.is_base), None)
         specs = [(name, everyone, tuple(s.resolve(name) for s in sources), _models_base(config),
-                  layers.get(name, 0.0), _model_scopes(config)) for name in names]  # fmt: skip
-    jobs = [_job(config, sources, *spec) for spec in specs]
+                  layers.get(name, 0.0), _model_scopes(config), base_i) for name in names]  # fmt: skip
+    jobs = [_job(config, sources, *spec, vocab=vocab) for spec in specs]
     # mergekit's execution order: by label; a tensor read under another's name (a tied lm_head) runs after it
     jobs.sort(key=lambda j: (j.label, j.name != j.label, j.name))
-    plan = MergePlan(config, jobs, list(range(len(config.experts))), n_layers=n_layers)
+    plan = MergePlan(config, jobs, list(range(len(config.experts))), n_layers=n_layers, vocab=vocab)
     if config.method.name == "cmm":
         _order_experts(plan, sources)
     return plan
@@ -183,7 +188,7 @@ def slice_specs(config: MergeConfig, sources: Sequence[Source]):
         models = tuple(s.model for s in sl.sources)
         base = models.index(sl.base) if sl.base is not None else None
         scopes = tuple([s.parameters, sl.parameters, config.parameters] for s in sl.sources)
-        specs.append((name, models, tuple(reads), base, t, scopes))
+        specs.append((name, models, tuple(reads), base, t, scopes, sl.vocab_base))
 
     def ends(sl, pre: bool) -> None:
         names = dict.fromkeys(n for s in sl.sources for n in layouts[s.model].outside if _is_pre(n) == pre)
@@ -228,9 +233,12 @@ def _job(
     base: int | None,
     t: float,
     scopes: Sequence[Sequence[Mapping[str, Any]]],
+    vocab_base: int | None = None,
+    vocab: Any = None,
 ) -> TensorJob:
     infos = [sources[i].infos[r] for i, r in zip(models, reads)]
-    shapes = {i.shape for i in infos}
+    on_vocab = vocab is not None and _is_vocab(name) and all(len(i.shape) >= 1 for i in infos)
+    shapes = {i.shape[1:] if on_vocab else i.shape for i in infos}
     if len(shapes) > 1:
         detail = ", ".join(f"{config.inputs[m].ref}: {tuple(i.shape)}" for m, i in zip(models, infos))
         raise CheckpointError(f"tensor {name!r} has different shapes ({detail})")
@@ -241,11 +249,21 @@ def _job(
         raise CheckpointError(
             f"non-floating tensor {name!r} has different dtypes across models: {sorted(map(str, set(dtypes)))}"
         )
-    out = TensorInfo(name, config.out_dtype or merge_dtype, infos[0].shape)
+    shape = (vocab.size, *infos[0].shape[1:]) if on_vocab else infos[0].shape
+    out = TensorInfo(name, config.out_dtype or merge_dtype, tuple(shape))
     shared, per_model = {}, ()
     if floating:
         shared, per_model = _resolve_parameters(config, name, t, models, reads, base, scopes)
-    return TensorJob(name, models, reads, base, merge_dtype, out, not floating, shared, per_model)
+    elif on_vocab:
+        raise CheckpointError(f"vocabulary tensor {name!r} is not floating point; cannot lay it out anew")
+    return TensorJob(name, models, reads, base, merge_dtype, out, not floating, shared, per_model, on_vocab,
+                     vocab_base if on_vocab else None)  # fmt: skip
+
+
+def _is_vocab(name: str) -> bool:
+    from genlab.merging.vocab import is_vocab_tensor
+
+    return is_vocab_tensor(name)
 
 
 def _promoted(dtypes: Sequence[torch.dtype]) -> torch.dtype:
@@ -377,6 +395,13 @@ def _merge(
     def load(k: int) -> torch.Tensor:
         return _load(sources[job.models[k]], job.reads[k], job.merge_dtype)
 
+    if job.vocab:
+        from genlab.merging.vocab import permute_rows
+
+        rows = permute_rows(plan.vocab, job.models, job.vocab_base, [load(k) for k in range(len(job.models))],
+                            job.name)  # fmt: skip
+        load = rows.__getitem__  # the inputs' rows on the output vocabulary
+
     if method.name != "cmm":
         loaders = [lambda k=k: load(k) for k in range(len(job.models))]
         return merge_tensor(method, loaders, job.base, job.per_model, job.shared, generator, trim=trim)
@@ -409,6 +434,9 @@ def merge_state_dicts(
                                       {"model": "b", "parameters": {"weight": 1, "density": 0.5}}]})
     """
     cfg = config if isinstance(config, MergeConfig) else parse_config(config)
+    if cfg.tokenizer_source is not None:
+        raise MergeConfigError("tokenizer_source / tokenizer merge tokenizers, which state dicts lack: "
+                               "merge model folders with merge_to_folder (genlab merge)")  # fmt: skip
     sources = [_source_for(models, m) for m in cfg.inputs]
     try:
         plan = plan_merge(cfg, sources)

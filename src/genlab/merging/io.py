@@ -3,6 +3,8 @@
 The output folder gets the merged weights (``model.safetensors``, or shards + index), the base model's
 ``config.json`` (with ``torch_dtype`` set when ``dtype`` / ``out_dtype`` is given), the base model's tokenizer and
 generation files when present (the files mergekit copies), and the configuration as ``genlab_merge.yml``.
+With ``tokenizer_source`` / ``tokenizer:`` the tokenizer is built (genlab.merging.vocab) and saved with
+``save_pretrained`` instead, and ``vocab_size`` in config.json is the new vocabulary's (padded) size.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from genlab.merging.chat import resolve_chat_template
 from genlab.merging.checkpoint import SafetensorsSource, Source
 from genlab.merging.config import MergeConfig, load_config
 from genlab.merging.engine import MergePlan, plan_merge, run_plan
-from genlab.merging.errors import CheckpointError, MergeConfigError, MergeError
+from genlab.merging.errors import CheckpointError, MergeError
 from genlab.merging.writer import DEFAULT_SHARD_BYTES, ShardedWriter, atomic_dir, plan_shards
 
 # mergekit's list (merge.py, _copy_tokenizer): copied from the donor model when it has a tokenizer.
@@ -85,9 +89,13 @@ def merge_to_folder(
     cfg = config if isinstance(config, MergeConfig) else load_config(config)
     check_out_apart(out, [m.path for m in cfg.inputs])
     sources = open_inputs(cfg, mmap)
-    plan = plan_merge(cfg, sources)
-    _check_tokenizers(cfg, plan)
-    side = _side_files(cfg, copy_tokenizer, plan.n_layers, write_model_card)
+    vocab = None
+    if cfg.tokenizer_source is not None:
+        from genlab.merging.vocab import build_vocabulary
+
+        vocab = build_vocabulary(cfg)
+    plan = plan_merge(cfg, sources, vocab)
+    side = _side_files(cfg, copy_tokenizer, plan.n_layers, write_model_card, vocab)
     shards = plan_shards([j.out for j in plan.jobs], max_shard_bytes)
     with atomic_dir(out, force) as tmp:
         writer = ShardedWriter(tmp, shards)
@@ -106,6 +114,11 @@ def merge_to_folder(
                 shutil.copyfile(content, tmp / name)
             else:
                 (tmp / name).write_text(content)
+        if vocab is not None:  # mergekit saves the tokenizer it built, with the chat template set
+            template = resolve_chat_template(cfg.chat_template, [m.path for m in cfg.inputs])
+            if template is not None:
+                vocab.tokenizer.chat_template = template
+            vocab.tokenizer.save_pretrained(str(tmp))
     return MergeSummary(Path(out), cfg.method.name, len(plan.jobs), plan.nbytes, len(shards),
                         time.perf_counter() - start, _order_names(plan))  # fmt: skip
 
@@ -139,66 +152,8 @@ def _has_tokenizer(folder: Path) -> bool:
     )
 
 
-def _tokenizer_donor(cfg: MergeConfig) -> Path | None:
-    """The folder the tokenizer comes from: ``tokenizer_source`` (base, union or a model), else the donor."""
-    src = cfg.tokenizer_source
-    if src is None or src in ("base", "union"):
-        return _donor(cfg) if src != "union" or cfg.base is not None else cfg.inputs[0].path
-    return next(m.path for m in cfg.inputs if m.ref == src)
-
-
-def _check_tokenizers(cfg: MergeConfig, plan: MergePlan | None = None) -> None:
-    """``tokenizer_source`` (base, union, a model) is supported when every model that has a tokenizer has the same
-    one and the embeddings have exactly one row per token: then mergekit's union is that vocabulary and its
-    embedding permutation the identity. genlab does not remap differing vocabularies, resize embeddings to the
-    vocabulary or fill ``tokens`` (mergekit does)."""
-    if cfg.tokenizer_source is None:
-        return
-    if cfg.tokens:
-        raise MergeConfigError("tokenizer.tokens: genlab merge does not build token embeddings; remove the block")
-    donor = _tokenizer_donor(cfg)
-    if donor is None or not donor.is_dir() or not _has_tokenizer(donor):
-        raise CheckpointError(f"tokenizer_source: {cfg.tokenizer_source}, but {donor} has no tokenizer files")
-    ref = _tokenizer_bytes(donor)
-    for m in cfg.inputs:
-        if m.path.is_dir() and _has_tokenizer(m.path) and _tokenizer_bytes(m.path) != ref:
-            raise CheckpointError(
-                f"model {m.ref!r} has a different tokenizer from {donor}; genlab merge does not remap vocabularies"
-            )
-    n_tokens = _vocab_size(donor)
-    pad = cfg.pad_to_multiple_of
-    rows = n_tokens if n_tokens is None or not pad else -(-n_tokens // pad) * pad
-    embeddings = [
-        j for j in (plan.jobs if plan else ()) if any(k in j.name for k in ("embed_tokens", "lm_head", "wte"))
-    ]
-    for job in embeddings:
-        if job.out.shape and (n_tokens is None or job.out.shape[0] != n_tokens or rows != n_tokens):
-            have = "an unknown number of" if n_tokens is None else str(n_tokens)
-            raise CheckpointError(
-                f"tokenizer_source: {job.name!r} has {job.out.shape[0]} rows for {have} tokens "
-                f"(padded to {rows}); mergekit would resize the embeddings to the vocabulary, genlab does not"
-            )
-
-
-def _vocab_size(folder: Path) -> int | None:
-    """Tokens in a tokenizer.json (its model's vocabulary and the added tokens), as len(tokenizer.get_vocab())."""
-    try:
-        tok = json.loads((folder / "tokenizer.json").read_text())
-        vocab = tok["model"]["vocab"]
-        names = set(vocab) if isinstance(vocab, dict) else {v[0] for v in vocab}
-        names |= {t["content"] for t in tok.get("added_tokens") or []}
-        return len(names)
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        return None
-
-
-def _tokenizer_bytes(folder: Path) -> dict[str, bytes]:
-    names = ("tokenizer.json", "tokenizer.model", "added_tokens.json", "special_tokens_map.json")
-    return {n: (folder / n).read_bytes() for n in names if (folder / n).exists()}
-
-
 def _side_files(
-    cfg: MergeConfig, copy_tokenizer: bool, n_layers: int | None = None, card: bool = True
+    cfg: MergeConfig, copy_tokenizer: bool, n_layers: int | None = None, card: bool = True, vocab: Any = None
 ) -> dict[str, str | Path]:
     """Files written next to the weights: text to write, or a path to copy (read before the output exists)."""
     files: dict[str, str | Path] = {}
@@ -210,9 +165,12 @@ def _side_files(
         files["README.md"] = model_card(cfg, cfg.text or "")
     donor = _donor(cfg)
     if donor is not None and (donor / "config.json").exists():
-        files["config.json"] = json.dumps(_out_model_config(cfg, donor, n_layers), indent=2) + "\n"
-    tok = _tokenizer_donor(cfg)
-    if tok is not None and tok.is_dir() and (copy_tokenizer or cfg.tokenizer_source) and _has_tokenizer(tok):
+        model_cfg = _out_model_config(cfg, donor, n_layers)
+        if vocab is not None and isinstance(model_cfg, dict):
+            model_cfg["vocab_size"] = vocab.size
+        files["config.json"] = json.dumps(model_cfg, indent=2) + "\n"
+    tok = _donor(cfg)
+    if vocab is None and tok is not None and copy_tokenizer and _has_tokenizer(tok):
         files.update({name: tok / name for name in TOKENIZER_FILES if (tok / name).exists()})
         if cfg.chat_template:
             files.update(_chat_template_files(cfg, tok))
@@ -220,35 +178,14 @@ def _side_files(
 
 
 def _chat_template_files(cfg: MergeConfig, tok: Path) -> dict[str, str]:
-    """``chat_template``: a Jinja template as given, or ``auto`` (the template most of the inputs use), written
-    as ``chat_template.jinja`` (which transformers reads first) and dropped from tokenizer_config.json."""
-    template = cfg.chat_template
-    if template == "auto":
-        found = [t for m in cfg.inputs if m.path.is_dir() and (t := _chat_template_of(m.path))]
-        if not found:
-            return {}
-        from collections import Counter
-
-        template = Counter(found).most_common(1)[0][0]
-    elif "{" not in template:
-        raise MergeConfigError(
-            f"chat_template {template!r}: give a Jinja template or 'auto' (genlab has no named templates)"
-        )
+    """``chat_template`` (``auto``, a name or a Jinja template; genlab.merging.chat) over the copied tokenizer:
+    written as ``chat_template.jinja`` (which transformers reads first) and dropped from tokenizer_config.json."""
+    template = resolve_chat_template(cfg.chat_template, [m.path for m in cfg.inputs])
+    if template is None:
+        return {}
     tok_cfg = json.loads((tok / "tokenizer_config.json").read_text())
     tok_cfg.pop("chat_template", None)
     return {"chat_template.jinja": template, "tokenizer_config.json": json.dumps(tok_cfg, indent=2) + "\n"}
-
-
-def _chat_template_of(folder: Path) -> str | None:
-    if (folder / "chat_template.jinja").exists():
-        return (folder / "chat_template.jinja").read_text().strip() or None
-    try:
-        t = json.loads((folder / "tokenizer_config.json").read_text()).get("chat_template")
-    except (OSError, ValueError):
-        return None
-    if isinstance(t, list):  # named templates: the default one
-        t = next((x.get("template") for x in t if isinstance(x, dict) and x.get("name") == "default"), None)
-    return t.strip() if isinstance(t, str) and t.strip() else None
 
 
 LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
