@@ -72,10 +72,10 @@ def variation_floor(v, floor: float = 1.0):
 
 
 def variation_terms(net, h, v, params, cfg):
-    """What makes v carry the variation (weights independent of α): ``v_aug`` × MSE of the augmentation parameters
-    predicted from v — read from the encoder output with its gradient stopped, so the prediction shapes the
-    variation head but cannot pull the shared encoder (through the encoder it wrecked the semantic code in the first
-    quick run) — plus ``v_var`` × the variance hinge on v."""
+    """What makes v carry the variation (weights independent of α): ``v_var`` × the variance hinge on v (through the
+    shared encoder) plus ``v_aug`` × MSE of the augmentation parameters predicted from v — read from the encoder
+    output with its gradient stopped, so the prediction shapes the variation head but cannot pull the encoder
+    (through the encoder it wrecked the semantic code in the first quick run)."""
     out = cfg.v_var * variation_floor(v)
     if cfg.v_aug > 0:
         out = out + cfg.v_aug * ((net.aug(net.g_v(h.detach())) - params) ** 2).mean()
@@ -346,16 +346,17 @@ def _claim_headroom(m: dict, cfg: Any):
 
 def _gate(ev: Any, m: dict, cfg: Any):
     """Withhold a method comparison without a target with headroom, or when the full method's variation code
-    collapsed (the collapse monitor: v's spread or its R² for the augmentation parameters below their floors)."""
+    collapsed to a constant (the collapse monitor: v's spread below ``v_collapse`` on any unit); v's R² for the
+    augmentation parameters is reported beside it."""
     targets = headroom_targets(m, cfg)
     if not targets:
         return ev.withheld(f"no left-out domain where supervised ERM is shown above {cfg.erm_floor} (precondition)")
     v_std = [x for tg in targets for x in m["targets"][tg]["full"]["v_std"]]
     v_r2 = [x for tg in targets for x in m["targets"][tg]["full"]["v_r2"]]
     ev = ev.with_numbers(full_v_std_min=min(v_std), full_v_r2_min=min(v_r2), full_v_r2_mean=float(np.mean(v_r2)))
-    if min(v_std) < cfg.v_collapse or min(v_r2) < cfg.v_r2_min:
-        return ev.withheld(f"the full method's variation code collapsed (v_std min {min(v_std):.3g}, floor "
-                           f"{cfg.v_collapse}; v_r2 min {min(v_r2):.3g}, floor {cfg.v_r2_min})")  # fmt: skip
+    if min(v_std) < cfg.v_collapse:
+        return ev.withheld(f"the full method's variation code collapsed (v_std min {min(v_std):.3g} < "
+                           f"{cfg.v_collapse})")  # fmt: skip
     return ev
 
 
@@ -446,22 +447,21 @@ class MSUDG(Study):
         steps: int = 200
         batch: int = 128
         lr: float = 2e-3
-        tau: float = 0.3
-        aug_strength: float = 1.0
+        tau: float = 0.1  # 0.3 before issue 33's second pilot
+        aug_strength: float = 0.5  # 1.0 before issue 33's second pilot
         v_aug: float = 1.0  # v -> augmentation parameters (encoder gradient stopped), weight independent of α
-        v_var: float = 1.0  # the variance hinge on v, weight independent of α (without it v collapses: issue 33)
+        v_var: float = 10.0  # the variance hinge on v, weight independent of α (without it v collapses: issue 33)
         alphas: tuple[float, ...] = (0.3, 3.0)  # the independence penalty's weight, a source-only grid
         betas: tuple[float, ...] = (3.0, 30.0)
         val_frac: float = 0.25  # held-out source data for every selection
         fracs: tuple[float, ...] = (0.01, 0.05, 0.1)
         select_frac: float = 0.1
-        probe_draws: int = 10
+        probe_draws: int = 6
         probe_c: float = 1.0
         workers: int = 2
         source_floor: float = 0.5  # set before the first run (chance 0.1)
         erm_floor: float = 0.5  # headroom: supervised ERM on the left-out domain (chance 0.1), set before the run
         v_collapse: float = 0.1  # the collapse monitor: the full method's v_std below this withholds its claims
-        v_r2_min: float = 0.1  # ... and so does its held-out R² for the augmentation parameters below this
         gain_margin: float = 0.02  # set before the first run
         order_margin: float = 0.0  # set before the first run
 
@@ -493,8 +493,7 @@ class MSUDG(Study):
                     raise ValueError(f"{name}: one or more finite values >= 0")
             if not (self.v_var >= 0 and self.v_aug >= 0):
                 raise ValueError("v_var, v_aug >= 0")
-            for name in ("source_floor", "gain_margin", "order_margin", "aug_strength", "erm_floor", "v_collapse",
-                         "v_r2_min"):  # fmt: skip
+            for name in ("source_floor", "gain_margin", "order_margin", "aug_strength", "erm_floor", "v_collapse"):
                 if not np.isfinite(getattr(self, name)):
                     raise ValueError(f"{name} must be finite")
 
@@ -528,8 +527,7 @@ class MSUDG(Study):
             "full-beats-contrastive",
             "central: on the left-out domains with headroom, at the smallest label fraction of {fracs}, the full "
             "method's probe beats contrastive-only by more than {gain_margin} (paired t over (target, seed) units; "
-            "withheld if the full method's variation code collapses: v_std < {v_collapse} or R² of the augmentation "
-            "parameters from v < {v_r2_min})",
+            "withheld if the full method's variation code collapses, v_std < {v_collapse} on any unit)",
             _claim_full_beats,
         ),
         Claim(
