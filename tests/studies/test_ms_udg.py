@@ -18,6 +18,8 @@ from genlab.studies.ms_udg import (
     run_job,
     source_split,
     variation_floor,
+    variation_monitor,
+    variation_terms,
 )
 
 CFG = MSUDG.config("quick")
@@ -128,22 +130,25 @@ def test_selection_never_sees_the_target(monkeypatch):
 
 
 def _metrics(full=0.30, dis=0.26, rec=0.26, simclr=0.22, hi_gain=0.01, src=0.7, n=3, leak=False, erm=0.8,
-             v_std=0.9, edge_erm=0.3):
-    """Four left-out domains of ``n`` seeds each; ERM on ``edge`` has no headroom (``edge_erm``)."""
+             v_std=0.9, v_r2=0.5, edge_erm=None, n_erm=5):
+    """The three headroom domains (and ``edge`` when ``edge_erm`` is given: a floor target) of ``n`` seeds each;
+    ERM on ``n_erm`` seeds per target."""
     noise = np.linspace(-0.005, 0.005, n)
+    erm_noise = np.linspace(-0.01, 0.01, n_erm)
     fr = ["0.01", "0.05", "0.1"]
 
     def arm(lo, gain_hi_extra=0.0):
         return {"target": {"0.01": list(lo + noise), "0.05": list(lo + 0.02 + noise),
                            "0.1": list(simclr + 0.05 + gain_hi_extra + noise[::-1])},
-                "source": {f: list(src + noise) for f in fr}, "v_std": [v_std] * n}  # fmt: skip
+                "source": {f: list(src + noise) for f in fr}, "v_std": [v_std] * n, "v_r2": [v_r2] * n}  # fmt: skip
 
     targets = {}
-    for tg in DOMAINS:
+    for tg in DOMAINS if edge_erm is not None else DOMAINS[:3]:
         t = {"simclr": arm(simclr), "nce_dis": arm(dis, hi_gain / 2), "nce_rec": arm(rec, hi_gain / 2),
              "full": arm(full, hi_gain), "ae": arm(0.15),
-             "erm": {"source": [0.9] * n, "target": list((edge_erm if tg == "edge" else erm) + noise)},
+             "erm": {"source": [0.9] * n_erm, "target": list((edge_erm if tg == "edge" else erm) + erm_noise)},
              "selection_domains": [[d for d in DOMAINS if d != tg] + ([tg] if leak else [])] * n}  # fmt: skip
+        t["full"]["chosen"] = [{"alpha": 0.3, "beta": 3.0}] * (n - 1) + [{"alpha": 3.0, "beta": 3.0}]
         targets[tg] = t
     return {"targets": targets, "fracs": fr, "seeds": n}
 
@@ -159,7 +164,21 @@ def test_every_claim_reproduced_on_clear_metrics():
     v = _verdicts(_metrics(), ALL_ARMS)
     assert set(v.values()) == {"reproduced"}, v
     ev = MSUDG.claim("full-beats-contrastive").check(_metrics(), CFG)
-    assert ev.numbers["targets"] == ["original", "inverted", "tinted"] and ev.test.n == 9  # edge: no headroom
+    assert ev.numbers["targets"] == ["original", "inverted", "tinted"] and ev.test.n == 9
+    assert ev.numbers["chosen_alpha"] == {"0.3": 6, "3.0": 3}
+    assert ev.test.effect == pytest.approx(0.08) and ev.numbers["full_v_r2_min"] == 0.5
+
+
+def test_a_floor_target_fails_its_own_precondition_and_is_kept_out_of_the_comparisons():
+    m = _metrics(edge_erm=0.3, full=0.225)  # full ~ SimCLR on the headroom targets
+    head = MSUDG.claim("supervised-headroom").check(m, CFG)
+    assert head.held is False and head.numbers["headroom_targets"] == ["original", "inverted", "tinted"]
+    assert head.numbers["erm_edge"] == pytest.approx(0.3)
+    ev = MSUDG.claim("full-beats-contrastive").check(m, CFG)
+    assert ev.test.n == 9 and "edge" not in ev.numbers["targets"] and ev.held is False  # decided on the three
+    # a per-target test needs its own >= 5 units: with 3 ERM seeds no target shows headroom and nothing is decided
+    few = MSUDG.claim("full-beats-contrastive").check(_metrics(n_erm=3), CFG)
+    assert few.held is None and "precondition" in few.note
 
 
 def test_claims_fail_when_they_should():
@@ -178,7 +197,44 @@ def test_no_headroom_or_a_collapsed_code_decides_nothing():
     assert floor["full-beats-contrastive"] == "inconclusive"
     ev = MSUDG.claim("full-beats-contrastive").check(_metrics(v_std=0.002), CFG)
     assert ev.held is None and "collapsed" in ev.note
+    ev = MSUDG.claim("full-beats-contrastive").check(_metrics(v_r2=0.02), CFG)  # R² is reported, it does not gate
+    assert ev.held is True and ev.numbers["full_v_r2_min"] == 0.02
     assert _verdicts(_metrics())["ablation-ordering"] == "inconclusive"  # quick does not run the ablation arms
+
+
+def test_augmentation_prediction_trains_the_variation_head_not_the_encoder():
+    from genlab.nn.udg_cnn import UDGNet
+
+    torch.manual_seed(0)
+    net = UDGNet(8, 4, 16, 8, 4, 11)
+    x, params = torch.rand(32, 3, 8, 8), torch.rand(32, 11)
+    h = net.encode(x)
+    _, v = net.heads(h)
+    cfg = replace(CFG, v_var=0.0, v_aug=1.0)
+    variation_terms(net, h, v, params, cfg).backward()
+    assert all(p.grad is None or not p.grad.any() for p in net.encoder.parameters())
+    assert net.g_v[0].weight.grad.abs().sum() > 0 and net.aug.weight.grad.abs().sum() > 0
+    assert net.g_s[0].weight.grad is None
+    net.zero_grad()
+    h = net.encode(x)
+    _, v = net.heads(h)
+    variation_terms(net, h, v, params, replace(CFG, v_var=1.0, v_aug=0.0)).backward()  # the hinge does reach it
+    assert any(p.grad is not None and p.grad.any() for p in net.encoder.parameters())
+
+
+def test_variation_monitor_reads_variation_only_where_there_is_some():
+    from genlab.nn.udg_cnn import UDGNet
+
+    x = make_domains(8, seed=0).x[:400]
+    torch.manual_seed(0)
+    net = UDGNet(8, 8, 32, 8, 4, 11).eval()
+    cfg = replace(CFG, aug_strength=1.0)
+    live = variation_monitor(net, x, cfg, 0)
+    assert live["v_std"] > 0 and 0.05 < live["v_r2"] < 1  # a random encoder already sees colour and inversion
+    with torch.no_grad():
+        net.g_v[-1].weight.zero_()  # a constant variation code
+    dead = variation_monitor(net, x, cfg, 0)
+    assert dead["v_std"] == 0 and dead["v_r2"] <= 0.0
 
 
 def test_variation_floor_is_zero_only_for_a_varying_code():
@@ -206,8 +262,9 @@ def test_claim_texts_follow_the_config():
         {"alphas": "-1"},
         {"tau": "0"},
         {"gain_margin": "nan"},
-        {"aug_pred": "nan"},
-        {"aug_pred": "-1"},
+        {"v_aug": "-1"},
+        {"v_collapse": "nan"},
+        {"erm_seeds": "0"},
     ],
 )
 def test_bad_configs_are_rejected(override):

@@ -6,11 +6,12 @@ and drops the rest (minimality: a semantic/variation disentanglement loss and a 
 variation code v); then linear-probe s with 1%, 5%, 10% of the source labels and test on an unseen domain.
 
 Stand-ins (our reconstruction; the paper's exact estimators are not in hand): scikit-learn digits rendered in four
-domains (:mod:`genlab.data.udg_domains`: original, inverted, tinted, and the held-out ``edge`` map that the
-augmentations do not cover), a small CNN (:mod:`genlab.nn.udg_cnn`), L_dis = squared cross-correlation of s and v
-plus v predicting the augmentation parameters, L_rec = self- and cross-view reconstruction d(s, v).
-Loss weights (α, β) are picked per arm on a held-out split of the SOURCE domains (probe accuracy there); the target
-domain is only ever evaluated.
+domains (:mod:`genlab.data.udg_domains`: original, inverted, tinted, and ``edge``, a map the augmentations do not
+cover and where even supervised ERM reaches only ~0.3), a small CNN (:mod:`genlab.nn.udg_cnn`), L_dis = α × squared
+cross-correlation of s and v plus the variation terms (v predicts the augmentation parameters; a variance hinge
+on v), L_rec = self- and cross-view reconstruction d(s, v). Leave-one-domain-out over the targets where a supervised
+reference clears a floor (the precondition, per target). Loss weights (α, β) are picked per arm on a held-out split
+of the SOURCE domains (probe accuracy there); the target domain is only ever evaluated.
 """
 
 from __future__ import annotations
@@ -70,6 +71,17 @@ def variation_floor(v, floor: float = 1.0):
 # -- training ---------------------------------------------------------------------------------------------------
 
 
+def variation_terms(net, h, v, params, cfg):
+    """What makes v carry the variation (weights independent of α): ``v_var`` × the variance hinge on v (through the
+    shared encoder) plus ``v_aug`` × MSE of the augmentation parameters predicted from v — read from the encoder
+    output with its gradient stopped, so the prediction shapes the variation head but cannot pull the encoder
+    (through the encoder it wrecked the semantic code in the first quick run)."""
+    out = cfg.v_var * variation_floor(v)
+    if cfg.v_aug > 0:
+        out = out + cfg.v_aug * ((net.aug(net.g_v(h.detach())) - params) ** 2).mean()
+    return out
+
+
 def _losses(net, x, gen, cfg, arm: str, alpha: float, beta: float):
     import torch
 
@@ -87,10 +99,7 @@ def _losses(net, x, gen, cfg, arm: str, alpha: float, beta: float):
         return ((net.decode(s, v) - torch.cat([x1, x2])) ** 2).mean()
     loss = info_nce(s1, s2, cfg.tau)
     if arm in ("nce_dis", "full"):
-        dis = cross_corr_penalty(s, v) + cfg.v_var * variation_floor(v)
-        if cfg.aug_pred > 0:  # v predicts the augmentation parameters (off by default: see the docs page)
-            dis = dis + cfg.aug_pred * ((net.aug(v) - torch.cat([p1, p2])) ** 2).mean()
-        loss = loss + alpha * dis
+        loss = loss + alpha * cross_corr_penalty(s, v) + variation_terms(net, h, v, torch.cat([p1, p2]), cfg)
     if arm in ("nce_rec", "full"):  # self-reconstruction and cross-reconstruction (content of view 2, style of view 1)
         rec = ((net.decode(s1, v1) - x1) ** 2).mean() + ((net.decode(s2, v1) - x1) ** 2).mean()
         loss = loss + beta * rec
@@ -226,6 +235,26 @@ def select(arm: str, x_tr, y_tr, x_va, y_va, cfg: Any, seed: int, device: str = 
     return best[1], best[2]
 
 
+def variation_monitor(net, x: np.ndarray, cfg: Any, seed: int) -> dict[str, float]:
+    """The collapse monitor on source-train images: ``v_std``, v's mean per-dimension std over the clean images, and
+    ``v_r2``, the held-out R² (averaged over the augmentation parameters) of a linear read-out of the parameters
+    from v, fitted on one augmented copy of the images and scored on another: ~0 when v carries no variation."""
+    import torch
+    from sklearn.linear_model import LinearRegression
+
+    from genlab.data.udg_domains import augment
+
+    dev = module_device(net)
+    gen = torch.Generator().manual_seed(seed + 2)
+    xt = torch.as_tensor(x)
+    with torch.no_grad():
+        v_clean = net.heads(net.encode(xt.to(dev)))[1]
+        views = [augment(xt, gen, cfg.aug_strength) for _ in range(2)]
+        vs = [(net.heads(net.encode(xa.to(dev)))[1].cpu().numpy(), p.numpy()) for xa, p in views]
+    reg = LinearRegression().fit(*vs[0])
+    return {"v_std": float(v_clean.std(0).mean()), "v_r2": float(reg.score(*vs[1]))}
+
+
 def run_job(job: tuple) -> dict[str, Any]:
     """One (target domain, seed, arm): select and train the arm on the sources, then probe source-val and target."""
     import torch
@@ -246,9 +275,7 @@ def run_job(job: tuple) -> dict[str, Any]:
         f_tr = features(net, x_tr, arm)
         evals = {"source": (features(net, x_va, arm), y_va), "target": (features(net, data.x[te], arm), data.y[te])}
         out = probe(f_tr, y_tr, evals, tuple(cfg.fracs), cfg.probe_draws, cfg.probe_c, seed + 1)
-        with torch.no_grad():
-            _, v = net.heads(net.encode(torch.as_tensor(x_tr, device=device)))
-        out["v_std"] = float(v.std(0).mean())
+        out.update(variation_monitor(net, x_tr, cfg, seed))
     return {"target": target, "seed": seed, "arm": arm, "sizes": [len(tr), len(va), len(te)],
             "selection_domains": sorted({DOMAINS[d] for d in data.domain[np.concatenate([tr, va])]}),
             "result": {**out, "chosen": chosen}}  # fmt: skip
@@ -258,7 +285,8 @@ def run_job(job: tuple) -> dict[str, Any]:
 
 
 def aggregate(results: list[dict[str, Any]], cfg: Any) -> dict[str, Any]:
-    m: dict[str, Any] = {"targets": {}, "seeds": cfg.seeds, "fracs": [str(f) for f in cfg.fracs]}
+    m: dict[str, Any] = {"targets": {}, "seeds": cfg.seeds, "erm_seeds": n_erm_seeds(cfg),
+                         "fracs": [str(f) for f in cfg.fracs]}  # fmt: skip
     for target in cfg.targets:
         rs = [r for r in results if r["target"] == target]
         t: dict[str, Any] = {"sizes": rs[0]["sizes"], "selection_domains": [r["selection_domains"] for r in rs]}
@@ -269,9 +297,16 @@ def aggregate(results: list[dict[str, Any]], cfg: Any) -> dict[str, Any]:
             else:
                 t[arm] = {part: {f: [x[part][f] for x in a] for f in m["fracs"]} for part in ("source", "target")}
                 t[arm]["v_std"] = [x["v_std"] for x in a]
+                t[arm]["v_r2"] = [x["v_r2"] for x in a]
             t[arm]["chosen"] = [x["chosen"] for x in a]
         m["targets"][target] = t
     return m
+
+
+def n_erm_seeds(cfg: Any) -> int:
+    """The supervised reference runs on at least ``erm_seeds`` seeds per target (the first ``seeds`` are the
+    methods' seeds): enough units for the per-target headroom test."""
+    return max(cfg.seeds, cfg.erm_seeds)
 
 
 def _lo(cfg: Any) -> str:
@@ -286,11 +321,16 @@ def erm_means(m: dict) -> dict[str, float]:
     return {tg: float(np.mean(t["erm"]["target"])) for tg, t in m["targets"].items()}
 
 
+def headroom_tests(m: dict, cfg: Any) -> dict[str, Any]:
+    """Per left-out domain: does supervised ERM (all source labels) score above ``erm_floor`` there? One t-test per
+    target over its ERM seeds — never averaged with another target's."""
+    return {tg: decide.mean(t["erm"]["target"], above=cfg.erm_floor) for tg, t in m["targets"].items()}
+
+
 def headroom_targets(m: dict, cfg: Any) -> list[str]:
-    """The left-out domains where supervised ERM (all source labels) clears ``erm_floor`` on average over seeds:
-    only there can a label-efficient method be told apart from another (the reference arm decides, not the
-    compared ones)."""
-    return [tg for tg, acc in erm_means(m).items() if acc > cfg.erm_floor]
+    """The left-out domains whose own headroom test holds: only there can a label-efficient method be told apart
+    from another (the reference arm decides, never the compared ones)."""
+    return [tg for tg, ev in headroom_tests(m, cfg).items() if ev.held is True]
 
 
 def _units(m: dict, targets: list[str], arm: str, part: str, frac: str) -> list[float]:
@@ -299,22 +339,24 @@ def _units(m: dict, targets: list[str], arm: str, part: str, frac: str) -> list[
 
 
 def _claim_headroom(m: dict, cfg: Any):
-    units = [x for t in m["targets"].values() for x in t["erm"]["target"]]
-    return decide.mean(units, above=cfg.erm_floor, chance=0.1, headroom_targets=headroom_targets(m, cfg),
-                       **{f"erm_{tg}": acc for tg, acc in erm_means(m).items()})  # fmt: skip
+    tests = headroom_tests(m, cfg)
+    return decide.all_of(*tests.values(), chance=0.1, headroom_targets=headroom_targets(m, cfg),
+                         **{f"erm_{tg}": acc for tg, acc in erm_means(m).items()})  # fmt: skip
 
 
 def _gate(ev: Any, m: dict, cfg: Any):
-    """Withhold a method comparison without headroom, or when the full method's variation code collapsed."""
-    if _claim_headroom(m, cfg).held is not True:
-        return ev.withheld(f"precondition supervised-headroom not shown (ERM on the left-out domain > {cfg.erm_floor})")
+    """Withhold a method comparison without a target with headroom, or when the full method's variation code
+    collapsed to a constant (the collapse monitor: v's spread below ``v_collapse`` on any unit); v's R² for the
+    augmentation parameters is reported beside it."""
     targets = headroom_targets(m, cfg)
+    if not targets:
+        return ev.withheld(f"no left-out domain where supervised ERM is shown above {cfg.erm_floor} (precondition)")
     v_std = [x for tg in targets for x in m["targets"][tg]["full"]["v_std"]]
-    if not v_std:
-        return ev.withheld("no left-out domain with headroom")
-    ev = ev.with_numbers(full_v_std_min=min(v_std), full_v_std_mean=float(np.mean(v_std)))
+    v_r2 = [x for tg in targets for x in m["targets"][tg]["full"]["v_r2"]]
+    ev = ev.with_numbers(full_v_std_min=min(v_std), full_v_r2_min=min(v_r2), full_v_r2_mean=float(np.mean(v_r2)))
     if min(v_std) < cfg.v_collapse:
-        return ev.withheld(f"the full method's variation code collapsed (v_std {min(v_std):.3g} < {cfg.v_collapse})")
+        return ev.withheld(f"the full method's variation code collapsed (v_std min {min(v_std):.3g} < "
+                           f"{cfg.v_collapse})")  # fmt: skip
     return ev
 
 
@@ -327,8 +369,10 @@ def _claim_learns(m: dict, cfg: Any):
 def _claim_full_beats(m: dict, cfg: Any):
     targets = headroom_targets(m, cfg)
     full, simclr = _units(m, targets, "full", "target", _lo(cfg)), _units(m, targets, "simclr", "target", _lo(cfg))
+    alphas = [c["alpha"] for tg in targets for c in m["targets"][tg]["full"]["chosen"]]
     ev = decide.paired(full, simclr, above=cfg.gain_margin, targets=targets,
-                       full=float(np.mean(full)) if full else None, simclr=float(np.mean(simclr)) if simclr else None)
+                       full=float(np.mean(full)) if full else None, simclr=float(np.mean(simclr)) if simclr else None,
+                       chosen_alpha={str(a): alphas.count(a) for a in sorted(set(alphas))})  # fmt: skip
     return _gate(ev, m, cfg)
 
 
@@ -381,34 +425,38 @@ class MSUDG(Study):
     )
     summary = (
         "InfoNCE plus a semantic/variation disentanglement loss and a reconstruction branch vs contrastive-only, "
-        "linear-probed with 1-10% labels on an unseen digit domain (edge maps) the augmentations do not cover."
+        "linear-probed with 1-10% labels on an unseen digit domain (leave-one-domain-out over the domains where "
+        "supervised ERM has headroom)."
     )
     accelerated = True  # networks and batches on ctx.device; augmented views are drawn on the CPU
 
     @dataclass
     class Config:
-        targets: tuple[str, ...] = ("original", "inverted", "tinted", "edge")  # every leave-one-domain-out split
+        # leave-one-domain-out over the domains where supervised ERM has headroom (issue 33); ``edge`` (ERM ≈ 0.3,
+        # chance 0.1) may be added, and the per-target precondition then keeps it out of the comparisons
+        targets: tuple[str, ...] = ("original", "inverted", "tinted")
         arms: tuple[str, ...] = ARMS
-        seeds: int = 2  # per target: the units are (target, seed), separately trained on different sources
+        seeds: int = 3  # per target: the units are (target, seed), separately trained on different sources
+        erm_seeds: int = 5  # the supervised reference's seeds per target (>= 5: units for the per-target precondition)
         data_seed: int = 0  # the domain partition and rendering (fixed across seeds)
         size: int = 12
         width: int = 16
         hidden: int = 128
         ds: int = 32
         dv: int = 8
-        steps: int = 250
-        batch: int = 256
+        steps: int = 200
+        batch: int = 128
         lr: float = 2e-3
-        tau: float = 0.3
-        aug_strength: float = 1.0
-        aug_pred: float = 0.0  # weight of v -> augmentation-parameter prediction inside L_dis (1.0 in the first run)
-        v_var: float = 1.0  # weight of the variance hinge on v inside L_dis (issue 33: without it v collapses)
-        alphas: tuple[float, ...] = (0.3, 1.0)  # a source-only grid: selection selects
+        tau: float = 0.1  # 0.3 before issue 33's second pilot
+        aug_strength: float = 0.5  # 1.0 before issue 33's second pilot
+        v_aug: float = 1.0  # v -> augmentation parameters (encoder gradient stopped), weight independent of α
+        v_var: float = 10.0  # the variance hinge on v, weight independent of α (without it v collapses: issue 33)
+        alphas: tuple[float, ...] = (0.3, 3.0)  # the independence penalty's weight, a source-only grid
         betas: tuple[float, ...] = (3.0, 30.0)
         val_frac: float = 0.25  # held-out source data for every selection
         fracs: tuple[float, ...] = (0.01, 0.05, 0.1)
         select_frac: float = 0.1
-        probe_draws: int = 5
+        probe_draws: int = 6
         probe_c: float = 1.0
         workers: int = 2
         source_floor: float = 0.5  # set before the first run (chance 0.1)
@@ -430,8 +478,8 @@ class MSUDG(Study):
                 raise ValueError(f"arms: among {', '.join(ARMS)}, with simclr, full and erm")
             if self.size % 4 or self.size < 8:
                 raise ValueError("size: a multiple of 4, at least 8")
-            if self.seeds < 1 or self.steps < 1 or self.batch < 2 or self.workers < 1 or self.probe_draws < 1:
-                raise ValueError("seeds, steps, workers, probe_draws >= 1; batch >= 2")
+            if min(self.seeds, self.erm_seeds, self.steps, self.workers, self.probe_draws) < 1 or self.batch < 2:
+                raise ValueError("seeds, erm_seeds, steps, workers, probe_draws >= 1; batch >= 2")
             if min(self.width, self.hidden, self.ds, self.dv) < 1:
                 raise ValueError("width, hidden, ds, dv >= 1")
             if not 0 < self.lr < 1 or not self.tau > 0 or not self.probe_c > 0:
@@ -440,23 +488,22 @@ class MSUDG(Study):
                 raise ValueError("fracs and select_frac in (0, 1]")
             if not 0 < self.val_frac < 1:
                 raise ValueError("val_frac in (0, 1)")
-            if not self.aug_pred >= 0:
-                raise ValueError("aug_pred >= 0")
             for name in ("alphas", "betas"):
                 if not getattr(self, name) or any(not (np.isfinite(v) and v >= 0) for v in getattr(self, name)):
                     raise ValueError(f"{name}: one or more finite values >= 0")
-            if not self.v_var >= 0:
-                raise ValueError("v_var >= 0")
-            for name in ("source_floor", "gain_margin", "order_margin", "aug_strength", "aug_pred", "erm_floor",
-                         "v_collapse", "v_var"):  # fmt: skip
+            if not (self.v_var >= 0 and self.v_aug >= 0):
+                raise ValueError("v_var, v_aug >= 0")
+            for name in ("source_floor", "gain_margin", "order_margin", "aug_strength", "erm_floor", "v_collapse"):
                 if not np.isfinite(getattr(self, name)):
                     raise ValueError(f"{name} must be finite")
 
     presets = {
-        "smoke": {"seeds": 1, "steps": 8, "batch": 64, "width": 4, "hidden": 32, "ds": 8, "dv": 4, "alphas": (1.0,),
-                  "betas": (3.0,), "probe_draws": 1, "workers": 1, "size": 8, "targets": ("tinted", "edge")},
-        "quick": {"size": 8, "betas": (3.0,), "arms": ("simclr", "full", "erm")},  # within 3 minutes: see the docs
-        "full": {"seeds": 8, "size": 16, "width": 32,
+        "smoke": {"seeds": 1, "erm_seeds": 1, "steps": 8, "batch": 64, "width": 4, "hidden": 32, "ds": 8, "dv": 4,
+                  "alphas": (1.0,), "betas": (3.0,), "probe_draws": 1, "workers": 1, "size": 8,
+                  "targets": ("tinted", "edge")},
+        # 3 targets x 3 seeds = 9 units for the comparisons, 3 x 5 ERM seeds for the precondition; <= 150 CPU-s
+        "quick": {"size": 8, "betas": (3.0,), "arms": ("simclr", "full", "erm")},
+        "full": {"seeds": 8, "erm_seeds": 8, "size": 16, "width": 32, "batch": 256,
                  "steps": 1500, "alphas": (0.1, 0.3, 1.0, 3.0), "betas": (1.0, 3.0, 10.0, 30.0),
                  "probe_draws": 20,
                  "workers": 8},
@@ -465,9 +512,9 @@ class MSUDG(Study):
     claims = [
         Claim(
             "supervised-headroom",
-            "precondition: supervised ERM with all source labels scores above {erm_floor} (chance 0.1) on the "
-            "left-out domain (t over (target, seed) units of {targets}); the comparisons below use only the targets "
-            "where its mean clears {erm_floor}",
+            "precondition, per target: supervised ERM with all source labels scores above {erm_floor} (chance 0.1) "
+            "on each left-out domain of {targets} (t over its {erm_seeds}+ seeds, every target must hold); the "
+            "comparisons below use only the targets whose own test holds",
             _claim_headroom,
         ),
         Claim(
@@ -480,7 +527,7 @@ class MSUDG(Study):
             "full-beats-contrastive",
             "central: on the left-out domains with headroom, at the smallest label fraction of {fracs}, the full "
             "method's probe beats contrastive-only by more than {gain_margin} (paired t over (target, seed) units; "
-            "withheld if the full method's variation code collapses, v_std < {v_collapse})",
+            "withheld if the full method's variation code collapses, v_std < {v_collapse} on any unit)",
             _claim_full_beats,
         ),
         Claim(
@@ -508,8 +555,9 @@ class MSUDG(Study):
         jobs = [
             (cfg, t, ctx.seed_for("seed", t, s), arm, ctx.device)
             for t in cfg.targets
-            for s in range(cfg.seeds)
+            for s in range(n_erm_seeds(cfg))
             for arm in cfg.arms
+            if s < cfg.seeds or arm == "erm"
         ]
         with ctx.timer("jobs"):
             results = ctx.map(run_job, jobs, processes=cfg.workers, desc="seeds x targets")
