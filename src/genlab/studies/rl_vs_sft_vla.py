@@ -488,9 +488,9 @@ class RLvsSFTVLA(Study):
         ),
         Claim(
             "ppo-beats-matched-sft-on-execution",
-            "central: PPO (SFT warm start + {rl_steps} env steps) beats SFT trained on as many demonstration steps "
-            "(warm start's + {rl_steps}) on the execution shift by more than {min_exec_gain} success (paired t over "
-            "seeds)",
+            "central: PPO (SFT warm start + >= {rl_steps} env steps) beats the warm start continued by SFT on as "
+            "many new demonstration steps as PPO took env steps, on the execution shift, by more than "
+            "{min_exec_gain} success (paired t over seeds)",
             _claim_ppo_vs_matched,
         ),
         Claim(
