@@ -15,9 +15,9 @@ objects from the *seen* (colour, type) combinations and paints floor/walls with 
 them with unseen colours, ``semantics`` asks for an unseen combination (colour and type each seen on their own),
 ``execution`` starts the agent in the right columns and pushes it to a random neighbour cell mid-episode.
 
-Why not MiniGrid itself: a 2-core, 3-minute budget for SFT + three RL arms x 4 seeds needs ~2.6e5 environment
-steps in all; a Python-loop MiniGrid env steps ~2.6e3/s here (BabyAI-PickupLoc-v0, random
-actions); this one steps a batch of 64 in one numpy call.
+Why not MiniGrid itself: rl-vs-sft-vla's quick preset (about 2 CPU-minutes for demos, three RL arms and
+evaluation over 6 seeds) takes ~3e5 environment steps in all; a Python-loop MiniGrid env steps ~2.6e3/s here
+(BabyAI-PickupLoc-v0, random actions); this one steps a batch in one numpy call.
 """
 
 from __future__ import annotations
