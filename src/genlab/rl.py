@@ -15,9 +15,9 @@ objects from the *seen* (colour, type) combinations and paints floor/walls with 
 them with unseen colours, ``semantics`` asks for an unseen combination (colour and type each seen on their own),
 ``execution`` starts the agent in the right columns and pushes it to a random neighbour cell mid-episode.
 
-Why not MiniGrid itself: a 2-core, 3-minute budget for SFT + three RL arms x 4 seeds needs ~2.6e5 environment
-steps in all; a Python-loop MiniGrid env steps ~2.6e3/s here (BabyAI-PickupLoc-v0, random
-actions); this one steps a batch of 64 in one numpy call.
+Why not MiniGrid itself: rl-vs-sft-vla's quick preset (about 2 CPU-minutes for demos, three RL arms and
+evaluation over 6 seeds) takes ~3e5 environment steps in all; a Python-loop MiniGrid env steps ~2.6e3/s here
+(BabyAI-PickupLoc-v0, random actions); this one steps a batch in one numpy call.
 """
 
 from __future__ import annotations
@@ -66,11 +66,18 @@ class Shift:
 
 
 class PickUpGrid:
-    """``n`` independent rooms stepped together; ``reset(seed)`` is a pure function of (seed, n, shift)."""
+    """``n`` independent rooms stepped together; ``reset(seed)`` is a pure function of (seed, n, shift).
 
-    def __init__(self, n: int, shift: Shift = Shift(), size: int = 8, n_objects: int = 3, max_steps: int = 24):
+    ``view`` is the side of the agent-centred window (odd; default ``2 size - 3``, the whole room from any cell;
+    ``2 size - 5`` still shows every inner cell, and the walls nearest the agent)."""
+
+    def __init__(self, n: int, shift: Shift = Shift(), size: int = 8, n_objects: int = 3, max_steps: int = 24,
+                 view: int | None = None):  # fmt: skip
         self.n, self.shift, self.size, self.k, self.max_steps = n, shift, size, n_objects, max_steps
         self.inner = size - 2
+        self.view = 2 * size - 3 if view is None else view
+        if self.view % 2 == 0 or self.view < 2 * size - 5:
+            raise ValueError(f"view must be odd and >= {2 * size - 5} (every inner cell in sight)")
 
     # -- reset -----------------------------------------------------------------------------------------------
     def reset(self, seed: int, repeat: int = 1):
@@ -137,10 +144,11 @@ class PickUpGrid:
             img[ii[a], r, c, 0] = self.obj_type[a, j]
             img[ii[a], r, c, 1] = self.obj_col[a, j]
         img[ii, self.agent[:, 0], self.agent[:, 1], 2] = 1
-        # agent-centred view (as MiniGrid's): a (2H-3)-wide window centred on the agent, type 0 ("unseen") outside
-        v = 2 * h - 3
-        pad = np.zeros((n, h + 2 * (h - 2), h + 2 * (h - 2), 3), dtype=np.int64)
-        pad[:, h - 2 : h - 2 + h, h - 2 : h - 2 + h] = img
+        # agent-centred view (as MiniGrid's): a ``view``-wide window centred on the agent, type 0 ("unseen") outside
+        v = self.view
+        half = (v - 1) // 2
+        pad = np.zeros((n, h + 2 * half, h + 2 * half, 3), dtype=np.int64)
+        pad[:, half : half + h, half : half + h] = img
         r0, c0 = self.agent[:, 0], self.agent[:, 1]
         rows = (r0[:, None] + np.arange(v)[None])[:, :, None]
         cols = (c0[:, None] + np.arange(v)[None])[:, None, :]

@@ -11,7 +11,7 @@ import torch
 from genlab.harness.errors import ConfigError
 from genlab.rl import PickUpGrid, Shift, dpo_loss, group_advantages, seen_combos, unseen_combos
 from genlab.studies import rl_vs_sft_vla as mod
-from genlab.studies.rl_vs_sft_vla import ARMS, EVAL, RLvsSFTVLA, rollout, train_rl, train_sft
+from genlab.studies.rl_vs_sft_vla import ARMS, EVAL, EVAL_FOR, RLvsSFTVLA, rollout, train_rl, train_sft
 
 CFG = RLvsSFTVLA.config("smoke")
 
@@ -68,7 +68,7 @@ def _metrics(sft, ppo, grpo=None, dpo=None, matched=None, n=6):
         "rl_steps": {a: [CFG.rl_steps + 10] * n for a in ("ppo", "grpo", "dpo")},
         "updates": {a: [40] * n for a in ("ppo", "grpo", "dpo")},
         "demo_steps": [300] * n,
-        "matched_demo_steps": [300 + CFG.rl_steps + 5] * n,
+        "matched_demo_steps": [300 + CFG.rl_steps + 10] * n,  # warm start's demos + PPO's env steps
     }
 
 
@@ -93,8 +93,9 @@ def test_claims_hold_on_paper_like_metrics_and_fail_otherwise():
     unequal = dict(_metrics(**GOOD), rl_steps={"ppo": [10**9] * 6, "grpo": [CFG.rl_steps] * 6,
                                                 "dpo": [CFG.rl_steps] * 6})  # fmt: skip
     assert _verdicts(unequal)["equal-env-step-budget"] is False
-    short = dict(_metrics(**GOOD), matched_demo_steps=[300 + CFG.rl_steps - 1] * 6)
-    assert _verdicts(short)["sft-data-matched"] is False
+    for off in (-1, 2600):  # short of PPO's steps, or over them (by one demo batch, as before issue 33's fix)
+        wrong = dict(_metrics(**GOOD), matched_demo_steps=[300 + CFG.rl_steps + 10 + off] * 6)
+        assert _verdicts(wrong)["sft-data-matched"] is False
 
 
 def test_matched_sft_is_the_central_comparison():
@@ -128,8 +129,46 @@ def test_rl_only_sees_the_training_distribution(monkeypatch):
     sft, _ = train_sft(cfg, 0)
     for arm in ("ppo", "grpo", "dpo"):
         train_rl(arm, sft, cfg, 1)
-    train_sft(cfg, 0, extra_steps=50)
+    train_sft(cfg, 0, extra_steps=50, warm=sft)
     assert seen and set(seen) == {"train"}
+
+
+def test_view_11_shows_every_inner_cell():
+    env = PickUpGrid(300, Shift("train"), view=11)
+    obs, _ = env.reset(4)
+    assert obs["image"].shape == (300, 11, 11, 3)
+    objects = np.isin(obs["image"][..., 0], (5, 6, 7)).sum((1, 2))
+    assert (objects == env.k).all()  # all three objects in sight from every start
+    assert (obs["image"][:, 5, 5, 2] == 1).all()  # the agent at the centre
+    with pytest.raises(ValueError):
+        PickUpGrid(4, view=9)
+
+
+def test_matched_demos_extend_the_warm_starts_by_exactly_the_extra_steps():
+    cfg = replace(CFG, demos=16)
+    base = mod.demonstrations(cfg, 3)
+    more = mod.demonstrations(cfg, 3, extra_steps=123)
+    assert len(more["action"]) == len(base["action"]) + 123
+    assert all(torch.equal(more[k][: len(base[k])], base[k]) for k in base)
+    warm, n = train_sft(replace(cfg, sft_epochs=1), 3)
+    matched, n2 = train_sft(replace(cfg, sft_epochs=1), 3, extra_steps=123, warm=warm)
+    assert n2 == n + 123 and matched is not warm
+    assert any(not torch.equal(a, b) for a, b in zip(matched.parameters(), warm.parameters(), strict=True))
+
+
+def test_dpo_trajectory_logp_matches_the_dense_sum():
+    """The DPO arm's episode log-probabilities from active steps only equal the masked sum over every cell."""
+    torch.manual_seed(0)
+    policy = mod._policy(16, CFG.view)
+    ro = rollout(PickUpGrid(16, Shift("train"), view=CFG.view), policy, seed=2, gen=torch.Generator().manual_seed(0))
+    t, n = ro["action"].shape
+    logits, _ = policy(ro["img"].reshape(t * n, *ro["img"].shape[2:]), ro["mission"].reshape(t * n, 2))
+    dense = (torch.log_softmax(logits, -1).gather(1, ro["action"].reshape(-1, 1)).reshape(t, n) * ro["active"]).sum(0)
+    with torch.no_grad():
+        assert torch.allclose(mod._traj_logp(policy, ro), dense, atol=1e-4)
+        some = torch.tensor([1, 5, 9])
+        part = mod._traj_logp(policy, ro, some)
+    assert torch.allclose(part[some], dense[some], atol=1e-4) and part[[0, 2, 15]].abs().sum() == 0
 
 
 def test_config_validation():
@@ -144,12 +183,13 @@ def test_one_smoke_seed_is_consistent():
     out = mod._run_seed((cfg, 5, "cpu"))
     assert set(out["success"]) == set(ARMS)
     for arm in ARMS:
-        assert all(0.0 <= out["success"][arm][s] <= 1.0 for s in EVAL)
+        assert set(out["success"][arm]) == set(EVAL_FOR[arm])
+        assert all(0.0 <= v <= 1.0 for v in out["success"][arm].values())
     for arm in ("ppo", "grpo", "dpo"):
         assert cfg.rl_steps <= out["rl_steps"][arm] <= cfg.rl_steps + cfg.envs * cfg.max_steps
         assert 0 < out["updates"][arm] <= cfg.minibatches * (cfg.rl_steps // cfg.envs + 1)
     assert out["success"]["sft"]["train"] > 0.0  # the warm start does something
-    assert out["demo_steps"] + cfg.rl_steps <= out["matched_demo_steps"] <= out["demo_steps"] + cfg.rl_steps + 2000
+    assert out["matched_demo_steps"] == out["demo_steps"] + out["rl_steps"]["ppo"]
 
 
 def test_sft_claim_is_inconclusive_when_the_interval_straddles_the_threshold():
