@@ -515,37 +515,20 @@ def _distance_to_ustar(net: Any, xn: Any, cfg: FlowMatching.Config, g: Any) -> l
 
 
 def _hybrid_sampler(fit: _Fitted, cfg: FlowMatching.Config, ctx: RunContext) -> dict[str, Any]:
-    """Stage 3: follow u* up to τ, then the network, on the n_compare CFM model. Every τ shares the u* part of the
-    Euler path, so u* is integrated once (its states kept at each switch step) and the network then advances the
-    states of all τ in one batch: the same Euler steps as :func:`~genlab.nn.flow.hybrid_velocity` per τ."""
+    """Stage 3: follow u* up to τ, then the network, on the n_compare CFM model (all τ in one sweep)."""
     import torch
 
     from genlab.measures.generative import copy_fraction, nn_distances
-    from genlab.nn.flow import closed_form_velocity
+    from genlab.nn.flow import closed_form_velocity, hybrid_sample_sweep
 
     hy: dict[str, Any] = {"taus": list(cfg.taus), "n": fit.n_cmp, "nn_dist": [], "copy_fraction": [],
                           "tau_half": []}
-    steps, d = cfg.euler_steps, fit.data.dim
-    ts = torch.linspace(0.0, 1.0, steps + 1)
-    switch = [int((ts[:-1] < tau).sum()) for tau in cfg.taus]  # Euler steps taken with u* for each τ
     for s in range(cfg.seeds):
         xn = fit.subsets[(fit.n_cmp, s)]
         net = fit.model.member(fit.index[("cfm", fit.n_cmp, s)])
-        ustar = closed_form_velocity(xn)
-        x = torch.randn(cfg.n_samples, d, generator=ctx.torch_generator("x0", s))
-        states = torch.empty(len(cfg.taus), *x.shape)
-        for k in range(max(switch) + 1):
-            for j, sw in enumerate(switch):
-                if sw == k:
-                    states[j] = x
-            if k < max(switch):
-                x = x + (ts[k + 1] - ts[k]) * ustar(x, ts[k].expand(len(x)))
-        for k in range(min(switch), steps):
-            act = [j for j, sw in enumerate(switch) if sw <= k]
-            xa = states[act].reshape(-1, d)
-            states[act] = xa.add((ts[k + 1] - ts[k]) * net(xa, ts[k].expand(len(xa)))).reshape(len(act), -1, d)
+        x0 = torch.randn(cfg.n_samples, fit.data.dim, generator=ctx.torch_generator("x0", s))
         nd, cp = [], []
-        for xs in states:
+        for xs in hybrid_sample_sweep(closed_form_velocity(xn), net, x0, cfg.taus, cfg.euler_steps):
             a, b = nn_distances(xs, xn)
             nd.append(float(a.mean()))
             cp.append(copy_fraction(a, b))
