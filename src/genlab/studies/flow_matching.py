@@ -138,7 +138,8 @@ class FlowMatching(Study):
         steps: int = 4000
         batch: int = 32
         lr: float = 3e-3  # cosine-decayed to 0
-        n_samples: int = 400
+        n_samples: int = 2000  # samples per network for copy fraction, NN distance, FD and MMD
+        hybrid_samples: int = 400  # samples per τ of the hybrid sampler
         euler_steps: int = 40
         taus: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
         error_ts: tuple[float, ...] = (0.05, 0.15, 0.3, 0.5, 0.7, 0.85, 0.95, 0.99)
@@ -159,8 +160,9 @@ class FlowMatching(Study):
         threads: int = 1  # torch threads (2 threads spin-wait badly on a loaded machine)
 
         def validate(self) -> None:
-            if self.seeds < 1 or self.steps < 1 or self.n_samples < 2 or self.collapse_replicates < 1:
-                raise ValueError("seeds, steps must be >= 1 and n_samples >= 2")
+            if self.seeds < 1 or self.steps < 1 or min(self.n_samples, self.hybrid_samples) < 2 \
+                    or self.collapse_replicates < 1:
+                raise ValueError("seeds, steps, collapse_replicates must be >= 1 and n_samples, hybrid_samples >= 2")
             if not self.n_values or any(n < 0 for n in self.n_values):
                 raise ValueError("n_values must be a non-empty tuple of sizes >= 1 (0 = all)")
             if any(m < 2 for m in self.efm_banks):
@@ -179,15 +181,15 @@ class FlowMatching(Study):
 
     presets = {
         "smoke": {"n_values": (10, 100), "n_compare": 100, "efm_banks": (16,), "seeds": 1, "steps": 30,
-                  "width": 32, "n_samples": 64, "euler_steps": 8, "taus": (0.0, 0.5, 1.0), "error_ts": (0.1, 0.9),
-                  "error_points": 32, "gmm_dims": (2, 64), "collapse_bank": 200, "collapse_pairs": 32,
-                  "classifier_steps": 50, "n_test": 200, "collapse_replicates": 2, "batch": 64,
-                  "baselines": ("cfm", "otcfm")},
+                  "width": 32, "n_samples": 64, "hybrid_samples": 64, "euler_steps": 8, "taus": (0.0, 0.5, 1.0),
+                  "error_ts": (0.1, 0.9), "error_points": 32, "gmm_dims": (2, 64), "collapse_bank": 200,
+                  "collapse_pairs": 32, "classifier_steps": 50, "n_test": 200, "collapse_replicates": 2,
+                  "batch": 64, "baselines": ("cfm", "otcfm")},
         "quick": {},
         "full": {"dataset": "digits16", "n_values": (10, 30, 100, 300, 1000, 0), "efm_banks": (16, 128, 512, 1024),
                  "baselines": ("cfm", "otcfm"), "seeds": 8, "width": 512, "depth": 4, "steps": 50_000, "batch": 128,
                  "lr": 1e-3,
-                 "n_samples": 1000, "euler_steps": 100, "error_points": 1024, "collapse_bank": 5000,
+                 "hybrid_samples": 1000, "euler_steps": 100, "error_points": 1024, "collapse_bank": 5000,
                  "collapse_pairs": 1024, "classifier_steps": 5000, "n_compare": 0},
     }
 
@@ -374,13 +376,16 @@ class _Fitted:
     samples: Any  # (E, n_samples, d): every member's Euler samples from its seed's x0
 
     def quality(self, xs: Any, train: Any) -> dict[str, float]:
+        """Copy fraction and NN distance of the raw samples; FD and MMD of the samples clipped to the data's
+        value range, as images are before an FID (a rare diverging sample would otherwise dominate both)."""
         from genlab.measures.generative import copy_fraction, frechet_distance, mmd_rbf, nn_distances
 
         d1, d2 = nn_distances(xs, train)
+        img = xs.clamp(float(self.data.x_train.min()), float(self.data.x_train.max()))
         out = {"nn_dist": float(d1.mean()), "copy": copy_fraction(d1, d2),
-               "mmd": mmd_rbf(xs, self.x_test, bandwidth=self.mmd_bandwidth)}
+               "mmd": mmd_rbf(img, self.x_test, bandwidth=self.mmd_bandwidth)}
         if self.clf is not None:
-            out["fd"] = frechet_distance(self.clf.features(xs.numpy()), self.f_test)
+            out["fd"] = frechet_distance(self.clf.features(img.numpy()), self.f_test)
         return out
 
 
@@ -526,7 +531,7 @@ def _hybrid_sampler(fit: _Fitted, cfg: FlowMatching.Config, ctx: RunContext) -> 
     for s in range(cfg.seeds):
         xn = fit.subsets[(fit.n_cmp, s)]
         net = fit.model.member(fit.index[("cfm", fit.n_cmp, s)])
-        x0 = torch.randn(cfg.n_samples, fit.data.dim, generator=ctx.torch_generator("x0", s))
+        x0 = torch.randn(cfg.hybrid_samples, fit.data.dim, generator=ctx.torch_generator("x0", s))
         nd, cp = [], []
         for xs in hybrid_sample_sweep(closed_form_velocity(xn), net, x0, cfg.taus, cfg.euler_steps):
             a, b = nn_distances(xs, xn)
