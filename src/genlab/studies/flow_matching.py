@@ -138,8 +138,8 @@ class FlowMatching(Study):
         steps: int = 4000
         batch: int = 32
         lr: float = 3e-3  # cosine-decayed to 0
-        n_samples: int = 2000  # samples per network for copy fraction, NN distance, FD and MMD
-        hybrid_samples: int = 400  # samples per τ of the hybrid sampler
+        n_samples: int = 2000  # samples per network at n_compare (FD, MMD, copy fraction, NN distance)
+        few_samples: int = 400  # samples per network at other n (copy fraction) and per τ of the hybrid sampler
         euler_steps: int = 40
         taus: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
         error_ts: tuple[float, ...] = (0.05, 0.15, 0.3, 0.5, 0.7, 0.85, 0.95, 0.99)
@@ -160,9 +160,9 @@ class FlowMatching(Study):
         threads: int = 1  # torch threads (2 threads spin-wait badly on a loaded machine)
 
         def validate(self) -> None:
-            if self.seeds < 1 or self.steps < 1 or min(self.n_samples, self.hybrid_samples) < 2 \
+            if self.seeds < 1 or self.steps < 1 or min(self.n_samples, self.few_samples) < 2 \
                     or self.collapse_replicates < 1:
-                raise ValueError("seeds, steps, collapse_replicates must be >= 1 and n_samples, hybrid_samples >= 2")
+                raise ValueError("seeds, steps, collapse_replicates must be >= 1 and n_samples, few_samples >= 2")
             if not self.n_values or any(n < 0 for n in self.n_values):
                 raise ValueError("n_values must be a non-empty tuple of sizes >= 1 (0 = all)")
             if any(m < 2 for m in self.efm_banks):
@@ -181,7 +181,7 @@ class FlowMatching(Study):
 
     presets = {
         "smoke": {"n_values": (10, 100), "n_compare": 100, "efm_banks": (16,), "seeds": 1, "steps": 30,
-                  "width": 32, "n_samples": 64, "hybrid_samples": 64, "euler_steps": 8, "taus": (0.0, 0.5, 1.0),
+                  "width": 32, "n_samples": 64, "few_samples": 64, "euler_steps": 8, "taus": (0.0, 0.5, 1.0),
                   "error_ts": (0.1, 0.9), "error_points": 32, "gmm_dims": (2, 64), "collapse_bank": 200,
                   "collapse_pairs": 32, "classifier_steps": 50, "n_test": 200, "collapse_replicates": 2,
                   "batch": 64, "baselines": ("cfm", "otcfm")},
@@ -189,7 +189,7 @@ class FlowMatching(Study):
         "full": {"dataset": "digits16", "n_values": (10, 30, 100, 300, 1000, 0), "efm_banks": (16, 128, 512, 1024),
                  "baselines": ("cfm", "otcfm"), "seeds": 8, "width": 512, "depth": 4, "steps": 50_000, "batch": 128,
                  "lr": 1e-3,
-                 "hybrid_samples": 1000, "euler_steps": 100, "error_points": 1024, "collapse_bank": 5000,
+                 "few_samples": 1000, "euler_steps": 100, "error_points": 1024, "collapse_bank": 5000,
                  "collapse_pairs": 1024, "classifier_steps": 5000, "n_compare": 0},
     }
 
@@ -373,7 +373,7 @@ class _Fitted:
     clf: Any  # the feature classifier of the FID-like score, None without labels
     f_test: Any
     mmd_bandwidth: float
-    samples: Any  # (E, n_samples, d): every member's Euler samples from its seed's x0
+    samples: list[Any]  # each member's Euler samples from its seed's x0 (n_samples at n_cmp, else few_samples)
 
     def quality(self, xs: Any, train: Any) -> dict[str, float]:
         """Copy fraction and NN distance of the raw samples; FD and MMD of the samples clipped to the data's
@@ -395,7 +395,7 @@ def _train_members(cfg: FlowMatching.Config, ctx: RunContext) -> _Fitted:
 
     from genlab.data.images import load_dataset, subset
     from genlab.measures.generative import train_feature_classifier
-    from genlab.nn.flow import EnsembleVelocityMLP, euler_sample, model_velocity
+    from genlab.nn.flow import EnsembleVelocityMLP, euler_sample
     from genlab.training.flow_matching import FlowMember, train_flow_ensemble
 
     data = load_dataset(cfg.dataset, seed=ctx.seed_for("data") % 2**31, n_test=cfg.n_test,
@@ -437,10 +437,12 @@ def _train_members(cfg: FlowMatching.Config, ctx: RunContext) -> _Fitted:
         train_flow_ensemble(model, members, cfg.steps, g, batch=cfg.batch, lr=cfg.lr,
                             log_every=max(cfg.steps // 20, 1), on_log=log, fused=True)
     model.cpu()  # sampling and the closed-form comparisons below are small: they run on the CPU
-    # every member's samples in one batched integration; x0 depends only on the seed (common to its arms)
-    x0 = torch.stack([torch.randn(cfg.n_samples, data.dim, generator=ctx.torch_generator("x0", s)) for *_, s in key])
+    # x0 depends only on the seed (common to its arms); one member at a time: with 2 000 rows each integration is
+    # compute-bound, and batched (E, 2 000, width) activations only add allocation (system) time
     with ctx.timer("sampling"):
-        samples = euler_sample(model_velocity(model), x0, cfg.euler_steps)
+        samples = [euler_sample(model.member(i), torch.randn(cfg.n_samples if n == n_cmp else cfg.few_samples,
+                                                             data.dim, generator=ctx.torch_generator("x0", s)),
+                                cfg.euler_steps) for i, (_, n, s) in enumerate(key)]  # fmt: skip
     # the feature classifier of the FID-like score, trained on the whole training split
     clf = train_feature_classifier(data.x_train, data.y_train, ctx.torch_generator("clf"),
                                    steps=cfg.classifier_steps) if (data.y_train >= 0).all() else None
@@ -531,7 +533,7 @@ def _hybrid_sampler(fit: _Fitted, cfg: FlowMatching.Config, ctx: RunContext) -> 
     for s in range(cfg.seeds):
         xn = fit.subsets[(fit.n_cmp, s)]
         net = fit.model.member(fit.index[("cfm", fit.n_cmp, s)])
-        x0 = torch.randn(cfg.hybrid_samples, fit.data.dim, generator=ctx.torch_generator("x0", s))
+        x0 = torch.randn(cfg.few_samples, fit.data.dim, generator=ctx.torch_generator("x0", s))
         nd, cp = [], []
         for xs in hybrid_sample_sweep(closed_form_velocity(xn), net, x0, cfg.taus, cfg.euler_steps):
             a, b = nn_distances(xs, xn)
