@@ -292,7 +292,7 @@ class FlowMatching(Study):
             ax[3].bar(pos + off, np.nanmean(vals, 1) / scale, 0.4, yerr=np.nanstd(vals, 1) / scale, color=col,
                       capsize=2, label=f"{metric} (÷{scale:.3g})")
         ax[3].set_xticks(pos, names, fontsize=8)
-        ax[3].set(ylabel="held-out score (lower is better)", title=f"(4) EFM vs CFM vs OT-CFM, n={cm['n']}")
+        ax[3].set(ylabel="held-out score (lower is better)", title=f"(4) {' vs '.join(names)}, n={cm['n']}")
         ax[3].legend(fontsize=7)
         fig.tight_layout()
         paths = [ctx.save_figure(
