@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from genlab.nn.flow import (
@@ -11,6 +12,7 @@ from genlab.nn.flow import (
     adaptive_sample,
     closed_form_velocity,
     euler_sample,
+    hybrid_sample_sweep,
     hybrid_velocity,
 )
 from genlab.training.flow_matching import FlowMember, FlowTrainConfig, ot_pair, train_flow, train_flow_ensemble
@@ -88,3 +90,39 @@ def test_hybrid_velocity_switches_at_tau():
     bank = torch.randn(5, 3, generator=torch.Generator().manual_seed(6))
     xs = euler_sample(hybrid_velocity(closed_form_velocity(bank), second, 1.0), torch.randn(8, 3), 40)
     assert float(torch.cdist(xs, bank).min(1).values.max()) < 1e-2
+
+
+def test_hybrid_sweep_matches_one_hybrid_run_per_tau():
+    g = torch.Generator().manual_seed(7)
+    bank = torch.randn(6, 3, generator=g)
+    net = EnsembleVelocityMLP(1, 3, width=16, depth=2, generator=g).member(0)
+    x0 = torch.randn(9, 3, generator=g)
+    taus = (0.0, 0.1, 0.25, 0.5, 0.9, 1.0)
+    sweep = hybrid_sample_sweep(closed_form_velocity(bank), net, x0, taus, steps=20)
+    assert sweep.shape == (len(taus), 9, 3)
+    for tau, xs in zip(taus, sweep):
+        torch.testing.assert_close(xs, euler_sample(hybrid_velocity(closed_form_velocity(bank), net, tau), x0, 20))
+    assert not torch.allclose(sweep[0], sweep[-1])
+
+
+def _paired_run(specs: list[FlowMember], fused: bool = False) -> torch.Tensor:
+    g = torch.Generator().manual_seed(8)
+    net = EnsembleVelocityMLP(len(specs), 4, width=8, depth=1, generator=g)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.copy_(p[torch.zeros(len(specs), dtype=torch.long)])  # every member starts from member 0's weights
+    train_flow_ensemble(net, specs, 15, g, batch=16, fused=fused)
+    return net.layers[-1].weight.detach().clone()
+
+
+def test_paired_members_share_their_draws_and_fused_adam_is_the_same_update():
+    data = torch.randn(30, 4, generator=torch.Generator().manual_seed(9))
+    # same data, init and pair label: identical trajectories; unpaired: its own draws, so a different one
+    specs = [FlowMember(data, pair=0), FlowMember(data, pair=0), FlowMember(data), FlowMember(data, "efm", 30, 0)]
+    w = _paired_run(specs)
+    torch.testing.assert_close(w[0], w[1])
+    assert not torch.allclose(w[0], w[2])
+    assert not torch.allclose(w[0], w[3])  # the EFM target differs though the draws are shared
+    torch.testing.assert_close(_paired_run(specs, fused=True), w, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="different sizes"):
+        _paired_run([FlowMember(data, pair=0), FlowMember(data[:10], pair=0)])

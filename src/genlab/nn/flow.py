@@ -151,6 +151,34 @@ def hybrid_velocity(first: VelocityFn, second: VelocityFn, tau: float) -> Veloci
 
 
 @torch.no_grad()
+def hybrid_sample_sweep(
+    first: VelocityFn, second: VelocityFn, x0: torch.Tensor, taus: list[float] | tuple[float, ...], steps: int = 50
+) -> torch.Tensor:
+    """Euler samples of the hybrid field (``first`` on [0, tau), ``second`` after) for every tau in ``taus`` at
+    once: (len(taus), B, d), the same steps as ``euler_sample(hybrid_velocity(first, second, tau), x0, steps)``
+    per tau. The ``first`` part of the path is shared by all tau, so it is integrated once (keeping the state at
+    each switch step) and ``second`` then advances the states of every tau in one batch."""
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    ts = torch.linspace(0.0, 1.0, steps + 1, dtype=x0.dtype, device=x0.device)
+    switch = [int((ts[:-1] < tau).sum()) for tau in taus]  # the steps taken with ``first`` for each tau
+    states = torch.empty(len(taus), *x0.shape, dtype=x0.dtype, device=x0.device)
+    x = x0.clone()
+    for k in range(max(switch) + 1):
+        for j, sw in enumerate(switch):
+            if sw == k:
+                states[j] = x
+        if k < max(switch):
+            x = x + (ts[k + 1] - ts[k]) * first(x, ts[k].expand(x.shape[:-1]))
+    d = x0.shape[-1]
+    for k in range(min(switch), steps):
+        act = [j for j, sw in enumerate(switch) if sw <= k]
+        xa = states[act].reshape(-1, d)
+        states[act] = (xa + (ts[k + 1] - ts[k]) * second(xa, ts[k].expand(len(xa)))).reshape(len(act), *x0.shape)
+    return states
+
+
+@torch.no_grad()
 def euler_sample(v: VelocityFn, x0: torch.Tensor, steps: int = 50, t0: float = 0.0, t1: float = 1.0) -> torch.Tensor:
     """Integrate dx/dt = v(x, t) from t0 to t1 with ``steps`` uniform Euler steps (never evaluates v at t1, so
     the closed-form field can be integrated to t1 = 1: its last step lands on the weighted bank mean)."""

@@ -6,11 +6,12 @@ Four results at laptop scale, all on download-free data (docs/studies/flow-match
    velocity u* vs t for Gaussian mixtures of d = 2 ... 1024, plus digits and moons for reference; no training);
 2. a CFM network departs from u* more as n grows (most at late t) and memorises at tiny n (copy fraction);
 3. the hybrid sampler (u* on [0, tau), the network after) shows when generalisation is decided;
-4. EFM with M in {16, 128, 512} is not worse than the better of CFM and OT-CFM on held-out metrics by more
-   than a stated margin (paired over >= 3 seeds); following u* all the way copies training points (an identity).
+4. EFM (quick: M = 128; full: M up to 1024) is not worse than the better baseline (quick: CFM; full: CFM or OT-CFM)
+   on held-out FD and MMD by more than a margin fixed before the runs (8 paired seeds: the arms of a seed share
+   their start, minibatch draws and sampling noise); following u* all the way copies training points (an identity).
 
-Every network of one run is trained side by side as one :class:`~genlab.nn.flow.EnsembleVelocityMLP` (members are
-independent; batching them is several times faster on CPU than a loop over models).
+Every network of one run is trained side by side as one :class:`~genlab.nn.flow.EnsembleVelocityMLP` (a leading
+member dimension in every weight, one ``baddbmm`` per layer, fused Adam; members are independent).
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def _check_efm(m: Mapping[str, Any], cfg) -> Any:
         vals = {k: np.array(v[metric], dtype=float) for k, v in c["methods"].items()}
         if np.all(np.isnan(vals["cfm"])):
             continue  # no feature classifier (unlabelled data): no FD
-        base = min(("cfm", "otcfm"), key=lambda k: np.nanmean(vals[k]))
+        base = min((k for k in ("cfm", "otcfm") if k in vals), key=lambda k: np.nanmean(vals[k]))
         for k, v in vals.items():
             numbers[f"{metric}_{k}"] = float(np.nanmean(v))
             if k.startswith("efm"):
@@ -127,16 +128,19 @@ class FlowMatching(Study):
         dataset: Literal["digits8", "digits16", "mnist1d", "folder"] = "digits8"  # folder needs image_folder
         image_folder: str = ""
         n_test: int = 500
-        n_values: tuple[int, ...] = (10, 1000)  # 0 = the whole training split
-        n_compare: int = 100  # EFM vs CFM vs OT-CFM: between memorising (n = 10) and generalising (n = 1000)
-        efm_banks: tuple[int, ...] = (16, 128)
-        seeds: int = 5
+        n_values: tuple[int, ...] = (10, 100)  # 0 = the whole training split
+        n_compare: int = 100  # EFM vs CFM (vs OT-CFM): between memorising (n = 10) and generalising (n = 1000)
+        efm_banks: tuple[int, ...] = (128,)
+        baselines: tuple[str, ...] = ("cfm",)  # add "otcfm" for the OT-CFM baseline
+        paired: bool = True  # the arms at n_compare of one seed share initial weights and minibatch draws
+        seeds: int = 8
         width: int = 256
         depth: int = 3
         steps: int = 4000
-        batch: int = 64
+        batch: int = 32
         lr: float = 3e-3  # cosine-decayed to 0
-        n_samples: int = 400
+        n_samples: int = 2000  # samples per network at n_compare (FD, MMD, copy fraction, NN distance)
+        few_samples: int = 400  # samples per network at other n (copy fraction) and per τ of the hybrid sampler
         euler_steps: int = 40
         taus: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
         error_ts: tuple[float, ...] = (0.05, 0.15, 0.3, 0.5, 0.7, 0.85, 0.95, 0.99)
@@ -157,12 +161,15 @@ class FlowMatching(Study):
         threads: int = 1  # torch threads (2 threads spin-wait badly on a loaded machine)
 
         def validate(self) -> None:
-            if self.seeds < 1 or self.steps < 1 or self.n_samples < 2 or self.collapse_replicates < 1:
-                raise ValueError("seeds, steps must be >= 1 and n_samples >= 2")
+            if self.seeds < 1 or self.steps < 1 or min(self.n_samples, self.few_samples) < 2 \
+                    or self.collapse_replicates < 1:
+                raise ValueError("seeds, steps, collapse_replicates must be >= 1 and n_samples, few_samples >= 2")
             if not self.n_values or any(n < 0 for n in self.n_values):
                 raise ValueError("n_values must be a non-empty tuple of sizes >= 1 (0 = all)")
             if any(m < 2 for m in self.efm_banks):
                 raise ValueError("efm_banks entries must be >= 2 (M = 1 is plain CFM)")
+            if "cfm" not in self.baselines or not set(self.baselines) <= {"cfm", "otcfm"}:
+                raise ValueError("baselines must include cfm and may add otcfm")
             if self.dataset == "folder" and not self.image_folder:
                 raise ValueError("dataset=folder needs image_folder=/path/to/images")
             if any(not 0 <= t <= 1 for t in self.taus) or any(not 0 < t < 1 for t in self.error_ts):
@@ -175,13 +182,15 @@ class FlowMatching(Study):
 
     presets = {
         "smoke": {"n_values": (10, 100), "n_compare": 100, "efm_banks": (16,), "seeds": 1, "steps": 30,
-                  "width": 32, "n_samples": 64, "euler_steps": 8, "taus": (0.0, 0.5, 1.0), "error_ts": (0.1, 0.9),
-                  "error_points": 32, "gmm_dims": (2, 64), "collapse_bank": 200, "collapse_pairs": 32,
-                  "classifier_steps": 50, "n_test": 200, "collapse_replicates": 2},
+                  "width": 32, "n_samples": 64, "few_samples": 64, "euler_steps": 8, "taus": (0.0, 0.5, 1.0),
+                  "error_ts": (0.1, 0.9), "error_points": 32, "gmm_dims": (2, 64), "collapse_bank": 200,
+                  "collapse_pairs": 32, "classifier_steps": 50, "n_test": 200, "collapse_replicates": 2,
+                  "batch": 64, "baselines": ("cfm", "otcfm")},
         "quick": {},
         "full": {"dataset": "digits16", "n_values": (10, 30, 100, 300, 1000, 0), "efm_banks": (16, 128, 512, 1024),
-                 "seeds": 5, "width": 512, "depth": 4, "steps": 50_000, "batch": 128, "lr": 1e-3,
-                 "n_samples": 1000, "euler_steps": 100, "error_points": 1024, "collapse_bank": 5000,
+                 "baselines": ("cfm", "otcfm"), "seeds": 8, "width": 512, "depth": 4, "steps": 50_000, "batch": 128,
+                 "lr": 1e-3,
+                 "few_samples": 1000, "euler_steps": 100, "error_points": 1024, "collapse_bank": 5000,
                  "collapse_pairs": 1024, "classifier_steps": 5000, "n_compare": 0},
     }
 
@@ -210,16 +219,22 @@ class FlowMatching(Study):
             _check_ustar_copies, kind="identity"),
         Claim(
             "efm-not-better",
-            "at n = {n_compare}, EFM (every M in {efm_banks}) is not worse than the better of CFM and OT-CFM on "
-            "held-out Fréchet distance and MMD by more than {efm_margin} of it (paired over seeds; decided only "
-            "where the networks memorise at the smallest n)", _check_efm),
+            "at n = {n_compare}, EFM (every M in {efm_banks}) is not worse than the better of the baselines "
+            "{baselines} on held-out Fréchet distance and MMD by more than {efm_margin} of it (paired over seeds; "
+            "decided only where the networks memorise at the smallest n)", _check_efm),
     ]
 
     # ------------------------------------------------------------------------------------------------------
     def run(self, cfg: FlowMatching.Config, ctx: RunContext) -> dict[str, Any]:
+        from threadpoolctl import threadpool_limits
+
         from genlab.harness.torch_setup import setup_torch
 
         setup_torch(cfg.threads)
+        with threadpool_limits(cfg.threads):  # numpy's BLAS too (eigh / cov of the Fréchet distance)
+            return self._run(cfg, ctx)
+
+    def _run(self, cfg: FlowMatching.Config, ctx: RunContext) -> dict[str, Any]:
         metrics: dict[str, Any] = {"collapse": _collapse_vs_dimension(cfg, ctx)}
         fit = _train_members(cfg, ctx)
         if fit.clf is not None:
@@ -277,7 +292,7 @@ class FlowMatching(Study):
             ax[3].bar(pos + off, np.nanmean(vals, 1) / scale, 0.4, yerr=np.nanstd(vals, 1) / scale, color=col,
                       capsize=2, label=f"{metric} (÷{scale:.3g})")
         ax[3].set_xticks(pos, names, fontsize=8)
-        ax[3].set(ylabel="held-out score (lower is better)", title=f"(4) EFM vs CFM vs OT-CFM, n={cm['n']}")
+        ax[3].set(ylabel="held-out score (lower is better)", title=f"(4) {' vs '.join(names)}, n={cm['n']}")
         ax[3].legend(fontsize=7)
         fig.tight_layout()
         paths = [ctx.save_figure(
@@ -359,23 +374,19 @@ class _Fitted:
     clf: Any  # the feature classifier of the FID-like score, None without labels
     f_test: Any
     mmd_bandwidth: float
-
-    def sample(self, member: int, seed: int, cfg: FlowMatching.Config, ctx: RunContext) -> Any:
-        import torch
-
-        from genlab.nn.flow import euler_sample
-
-        x0 = torch.randn(cfg.n_samples, self.data.dim, generator=ctx.torch_generator("x0", seed))
-        return euler_sample(self.model.member(member), x0, cfg.euler_steps)
+    samples: list[Any]  # each member's Euler samples from its seed's x0 (n_samples at n_cmp, else few_samples)
 
     def quality(self, xs: Any, train: Any) -> dict[str, float]:
+        """Copy fraction and NN distance of the raw samples; FD and MMD of the samples clipped to the data's
+        value range, as images are before an FID (a rare diverging sample would otherwise dominate both)."""
         from genlab.measures.generative import copy_fraction, frechet_distance, mmd_rbf, nn_distances
 
         d1, d2 = nn_distances(xs, train)
+        img = xs.clamp(float(self.data.x_train.min()), float(self.data.x_train.max()))
         out = {"nn_dist": float(d1.mean()), "copy": copy_fraction(d1, d2),
-               "mmd": mmd_rbf(xs, self.x_test, bandwidth=self.mmd_bandwidth)}
+               "mmd": mmd_rbf(img, self.x_test, bandwidth=self.mmd_bandwidth)}
         if self.clf is not None:
-            out["fd"] = frechet_distance(self.clf.features(xs.numpy()), self.f_test)
+            out["fd"] = frechet_distance(self.clf.features(img.numpy()), self.f_test)
         return out
 
 
@@ -385,7 +396,7 @@ def _train_members(cfg: FlowMatching.Config, ctx: RunContext) -> _Fitted:
 
     from genlab.data.images import load_dataset, subset
     from genlab.measures.generative import train_feature_classifier
-    from genlab.nn.flow import EnsembleVelocityMLP
+    from genlab.nn.flow import EnsembleVelocityMLP, euler_sample
     from genlab.training.flow_matching import FlowMember, train_flow_ensemble
 
     data = load_dataset(cfg.dataset, seed=ctx.seed_for("data") % 2**31, n_test=cfg.n_test,
@@ -401,24 +412,38 @@ def _train_members(cfg: FlowMatching.Config, ctx: RunContext) -> _Fitted:
         for n in sorted(set([*n_values, n_cmp])):
             subsets[(n, s)] = torch.from_numpy(subset(data, n, ctx.rng("subset", s, n)).x_train)
         arms = [("cfm", n) for n in n_values] + ([("cfm", n_cmp)] if n_cmp not in n_values else [])
-        for method, n in [*arms, ("otcfm", n_cmp)]:
-            members.append(FlowMember(subsets[(n, s)], method))
+        arms += [("otcfm", n_cmp)] if "otcfm" in cfg.baselines else []
+        for method, n in arms:
+            pair = s if cfg.paired and n == n_cmp else None
+            members.append(FlowMember(subsets[(n, s)], method, pair=pair))
             key.append((method, n, s))
         for m_bank in cfg.efm_banks:
-            members.append(FlowMember(subsets[(n_cmp, s)], "efm", m_bank))
+            members.append(FlowMember(subsets[(n_cmp, s)], "efm", m_bank, pair=s if cfg.paired else None))
             key.append((f"efm{m_bank}", n_cmp, s))
     ctx.log(f"training {len(members)} flow models side by side ({cfg.steps} steps, d={data.dim})")
 
     g = ctx.torch_generator("train")
-    model = EnsembleVelocityMLP(len(members), data.dim, cfg.width, cfg.depth, generator=g).to(ctx.device)
+    model = EnsembleVelocityMLP(len(members), data.dim, cfg.width, cfg.depth, generator=g)
+    if cfg.paired:  # the arms at n_compare of one seed start from the same weights (CFM's): a paired comparison
+        lead = torch.tensor([key.index(("cfm", n_cmp, s)) if n == n_cmp else i for i, (_, n, s) in enumerate(key)])
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(p[lead])
+    model.to(ctx.device)
 
     def log(step: int, losses: list[float]) -> None:
         ctx.record(step=step, **{f"loss/{m}/n{n}/s{s}": v for (m, n, s), v in zip(key, losses)})
 
     with ctx.timer("training"):
         train_flow_ensemble(model, members, cfg.steps, g, batch=cfg.batch, lr=cfg.lr,
-                            log_every=max(cfg.steps // 20, 1), on_log=log)
+                            log_every=max(cfg.steps // 20, 1), on_log=log, fused=True)
     model.cpu()  # sampling and the closed-form comparisons below are small: they run on the CPU
+    # x0 depends only on the seed (common to its arms); one member at a time: with 2 000 rows each integration is
+    # compute-bound, and batched (E, 2 000, width) activations only add allocation (system) time
+    with ctx.timer("sampling"):
+        samples = [euler_sample(model.member(i), torch.randn(cfg.n_samples if n == n_cmp else cfg.few_samples,
+                                                             data.dim, generator=ctx.torch_generator("x0", s)),
+                                cfg.euler_steps) for i, (_, n, s) in enumerate(key)]  # fmt: skip
     # the feature classifier of the FID-like score, trained on the whole training split
     clf = train_feature_classifier(data.x_train, data.y_train, ctx.torch_generator("clf"),
                                    steps=cfg.classifier_steps) if (data.y_train >= 0).all() else None
@@ -434,6 +459,7 @@ def _train_members(cfg: FlowMatching.Config, ctx: RunContext) -> _Fitted:
         clf=clf,
         f_test=clf.features(data.x_test) if clf is not None else None,
         mmd_bandwidth=float(torch.cdist(z, z).median()),  # one shared bandwidth for every model
+        samples=samples,
     )
 
 
@@ -454,7 +480,7 @@ def _memorisation_vs_n(
         for n in fit.n_values:
             i = fit.index[("cfm", n, s)]
             xn = fit.subsets[(n, s)]
-            q = fit.quality(fit.sample(i, s, cfg, ctx), xn)
+            q = fit.quality(fit.samples[i], xn)
             row_c.append(q["copy"])
             row_d.append(q["nn_dist"])
             row_m.append(q["mmd"])
@@ -468,7 +494,7 @@ def _memorisation_vs_n(
             row_pt.append(denoising_psnr(denoise, xn[:k], psnr_ts, ctx.torch_generator("psnr", s)))
             row_pv.append(denoising_psnr(denoise, fit.x_test[:300], psnr_ts, ctx.torch_generator("psnr", s)))
             if s == 0:
-                samples_show[f"cfm_n{n}"] = fit.sample(i, s, cfg, ctx)[:16].tolist()
+                samples_show[f"cfm_n{n}"] = fit.samples[i][:16].tolist()
         for name, row in zip(("copy_fraction", "nn_dist", "mmd", "approx_error", "psnr_train", "psnr_test"),
                              (row_c, row_d, row_m, row_e, row_pt, row_pv)):
             tr[name].append(row)
@@ -497,22 +523,20 @@ def _distance_to_ustar(net: Any, xn: Any, cfg: FlowMatching.Config, g: Any) -> l
 
 
 def _hybrid_sampler(fit: _Fitted, cfg: FlowMatching.Config, ctx: RunContext) -> dict[str, Any]:
-    """Stage 3: follow u* up to τ, then the network, on the n_compare CFM model."""
+    """Stage 3: follow u* up to τ, then the network, on the n_compare CFM model (all τ in one sweep)."""
     import torch
 
     from genlab.measures.generative import copy_fraction, nn_distances
-    from genlab.nn.flow import closed_form_velocity, euler_sample, hybrid_velocity
+    from genlab.nn.flow import closed_form_velocity, hybrid_sample_sweep
 
     hy: dict[str, Any] = {"taus": list(cfg.taus), "n": fit.n_cmp, "nn_dist": [], "copy_fraction": [],
                           "tau_half": []}
     for s in range(cfg.seeds):
         xn = fit.subsets[(fit.n_cmp, s)]
         net = fit.model.member(fit.index[("cfm", fit.n_cmp, s)])
-        ustar = closed_form_velocity(xn)
-        x0 = torch.randn(cfg.n_samples, fit.data.dim, generator=ctx.torch_generator("x0", s))
+        x0 = torch.randn(cfg.few_samples, fit.data.dim, generator=ctx.torch_generator("x0", s))
         nd, cp = [], []
-        for tau in cfg.taus:
-            xs = euler_sample(hybrid_velocity(ustar, net, tau), x0, cfg.euler_steps)
+        for xs in hybrid_sample_sweep(closed_form_velocity(xn), net, x0, cfg.taus, cfg.euler_steps):
             a, b = nn_distances(xs, xn)
             nd.append(float(a.mean()))
             cp.append(copy_fraction(a, b))
@@ -530,12 +554,12 @@ def _compare_methods(
 
     from genlab.measures.generative import frechet_distance, mmd_rbf
 
-    names = ["cfm", "otcfm"] + [f"efm{m}" for m in cfg.efm_banks]
+    names = list(cfg.baselines) + [f"efm{m}" for m in cfg.efm_banks]
     out: dict[str, Any] = {"n": fit.n_cmp, "methods": {k: {"fd": [], "mmd": [], "nn_dist": [], "copy": []}
                                                      for k in names}}
     for s in range(cfg.seeds):
         for k in names:
-            xs = fit.sample(fit.index[(k, fit.n_cmp, s)], s, cfg, ctx)
+            xs = fit.samples[fit.index[(k, fit.n_cmp, s)]]
             q = fit.quality(xs, fit.subsets[(fit.n_cmp, s)])
             for mk in ("mmd", "nn_dist", "copy"):
                 out["methods"][k][mk].append(q[mk])

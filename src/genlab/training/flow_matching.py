@@ -22,12 +22,15 @@ from genlab.nn.flow import METHODS
 
 @dataclass(frozen=True)
 class FlowMember:
-    """One member of an ensemble run: its training set (n, d), method ('cfm' | 'otcfm' | 'efm') and EFM bank
-    size M (including the generating point; ignored unless method == 'efm')."""
+    """One member of an ensemble run: its training set (n, d), method ('cfm' | 'otcfm' | 'efm'), EFM bank
+    size M (including the generating point; ignored unless method == 'efm') and an optional ``pair`` label:
+    members with the same label draw the same minibatch indices, x0 and t at every step (common random numbers
+    for arms that differ only in their target; they must have training sets of one size)."""
 
     x_train: torch.Tensor
     method: str = "cfm"
     bank: int = 1
+    pair: object | None = None
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -48,19 +51,24 @@ def train_flow_ensemble(
     log_every: int = 250,
     on_log: Callable[[int, list[float]], None] | None = None,
     cosine: bool = True,
+    fused: bool = False,
 ) -> list[list[float]]:
     """Train every member of an ensemble model (``model.members`` independent nets called as model(x (E, B, d),
     t (E, B)), e.g. :class:`EnsembleVelocityMLP` or an ensemble :class:`~genlab.nn.dit.DiT`) on its own data and
     target with Adam (members never interact: per-member losses are
     summed and gradients clipped per member), cosine-decaying the learning rate to 0 unless ``cosine=False``.
     Returns per-member losses every ``log_every`` steps. Runs on the model's device; every random draw comes from
-    ``generator`` on the CPU, so a seed gives the same batches on any device."""
+    ``generator`` on the CPU, so a seed gives the same batches on any device. Members with one ``pair`` label share
+    their minibatch draws (indices, x0, t); without labels every member draws its own. ``fused=True`` uses
+    torch's fused Adam (the same update in one kernel per parameter; about 4x faster on CPU, equal up to float
+    rounding)."""
     e = len(members)
     dev = next(model.parameters()).device
     if e != model.members:
         raise ValueError(f"model has {model.members} members but {e} member specs were given")
     d = members[0].x_train.shape[1]
     n = torch.tensor([len(m.x_train) for m in members])
+    draw, n_draw = _draw_rows(members)  # member -> row of the shared draws
     data = torch.zeros(e, int(n.max()), d)
     for i, m in enumerate(members):
         data[i, : len(m.x_train)] = m.x_train
@@ -71,18 +79,18 @@ def train_flow_ensemble(
     data = data.to(dev)
     efm_rows = torch.nonzero(m_bank > 1).flatten()
     rows = torch.arange(e, device=dev)[:, None]
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, fused=fused or None)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, (lambda k: 0.5 * (1 + math.cos(math.pi * k / steps))) if cosine else (lambda k: 1.0))
     history: list[list[float]] = []
     model.train()
     for step in range(steps):
-        idx = (torch.rand(e, batch, generator=generator) * n[:, None]).long()
+        idx = (torch.rand(n_draw, batch, generator=generator)[draw] * n[:, None]).long()
         x1 = data[rows, idx.to(dev)]
-        x0 = torch.randn(x1.shape, generator=generator).to(dev)
+        x0 = torch.randn(n_draw, batch, d, generator=generator)[draw].to(dev)
         for i in ot_rows:
             x1[i] = x1[i][ot_pair(x0[i], x1[i])]
-        t = (torch.rand(e, batch, generator=generator) * t_max).to(dev)
+        t = (torch.rand(n_draw, batch, generator=generator)[draw] * t_max).to(dev)
         xt = (1 - t[..., None]) * x0 + t[..., None] * x1
         target = x1 - x0
         if efm_rows.numel():
@@ -106,9 +114,23 @@ def train_flow_ensemble(
     return history
 
 
+def _draw_rows(members: list[FlowMember]) -> tuple[torch.Tensor, int]:
+    """Row of the per-step random draws each member reads: its own, or its ``pair`` label's (shared)."""
+    rows: dict[object, int] = {}
+    out = []
+    for i, m in enumerate(members):
+        key = ("member", i) if m.pair is None else ("pair", m.pair)
+        out.append(rows.setdefault(key, len(rows)))
+    sizes: dict[int, int] = {}
+    for r, m in zip(out, members):
+        if sizes.setdefault(r, len(m.x_train)) != len(m.x_train):
+            raise ValueError(f"members paired as {m.pair!r} have training sets of different sizes")
+    return torch.tensor(out), len(rows)
+
+
 def _clip_per_member(model: nn.Module, members: int, max_norm: float) -> None:
     grads = [p.grad for p in model.parameters() if p.grad is not None and p.grad.shape[0] == members]
-    sq = sum(g.pow(2).reshape(members, -1).sum(1) for g in grads)
+    sq = sum(torch.linalg.vector_norm(g.reshape(members, -1), dim=1).square() for g in grads)
     scale = (max_norm / (sq.sqrt() + 1e-6)).clamp(max=1.0)
     for g in grads:
         g.mul_(scale.view(-1, *([1] * (g.ndim - 1))))
