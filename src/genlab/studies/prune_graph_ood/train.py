@@ -1,7 +1,10 @@
-"""Training and evaluation of the arms of the ``prune-graph-ood`` study (one job = one split × arm × seed).
+"""Training and evaluation of the arms of the ``prune-graph-ood`` study (one job = one split × group of arms, all
+seeds at once).
 
 Arms share one GIN classifier (:class:`genlab.nn.graph.GraphClassifier`); the edge-based arms add an
-:class:`genlab.nn.graph.EdgeScorer`:
+:class:`genlab.nn.graph.EdgeScorer`. The K seeds of a job are K copies of these models trained as one
+(:mod:`genlab.nn.seed_graph`: weights with a leading seed dimension, each copy on its own seed's graphs and batch
+order; the losses are per seed and summed, so each copy gets exactly its own gradient and Adam state):
 
 * ``erm`` — cross-entropy on the full graphs;
 * ``vrex`` — cross-entropy + λ·Var over the training environments present in the batch of their mean risks (V-REx),
@@ -18,9 +21,10 @@ Arms share one GIN classifier (:class:`genlab.nn.graph.GraphClassifier`); the ed
 * ``prune-no-size`` / ``prune-no-align`` — the primary PrunE form without L_e (λ1 = 0) or without L_s (λ2 = 0).
 
 Checkpoints are chosen on a validation split (``ood_val`` as GOOD's leaderboard and PrunE's ``run.py``; ``id_val``
-too, reported as a sensitivity check); test splits are evaluated only for the chosen checkpoints. The training
-batches are collated once per run with PyG's ``DataLoader`` (a seeded shuffle) and visited in a fresh random order
-every epoch: collating a new shuffle every epoch would cost as much as the training itself at this scale.
+too, reported as a sensitivity check), per seed; test splits are evaluated only for the chosen checkpoints. Each
+seed's training graphs are shuffled once with its seed, cut into batches and padded once
+(:class:`genlab.nn.seed_graph.PaddedBatches`); every epoch each seed visits its batches in a fresh random order of
+its own (as PyG's ``DataLoader`` collated once did before 2026-12-05).
 """
 
 from __future__ import annotations
