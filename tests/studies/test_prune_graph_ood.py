@@ -115,20 +115,24 @@ def test_groups_share_the_warmup():
 
 @pytest.fixture(scope="module")
 def tiny_split(tmp_path_factory):
+    """Two seeds' own splits (each seed draws its own graphs)."""
     root = tmp_path_factory.mktemp("motif")
-    cached_split(root, "covariate", 40, 20, MotifSpec(), 1)
-    return cache_folder(root, "covariate", 40, 20, MotifSpec(), 1)
+    for s in (1, 2):
+        cached_split(root, "covariate", 40, 20, MotifSpec(), s)
+    return [str(cache_folder(root, "covariate", 40, 20, MotifSpec(), s)) for s in (1, 2)]
 
 
 def test_shared_warmup_equals_separate_runs(tiny_split):
     hp = asdict(HParams(hidden=8, epochs=4, warmup_epochs=2, batch_size=16))
-    job = {"arms": ["erm", "vrex", "prune-code", "prune-no-size"], "seed": 3, "data": str(tiny_split), "hp": hp}
+    job = {"arms": ["erm", "vrex", "prune-code", "prune-no-size"], "seeds": [3, 4], "data": tiny_split, "hp": hp}
     shared = train_group(job)
     separate = train_group({**job, "share_warmup": False})
     assert json.dumps(shared) == json.dumps(separate)
-    for res in shared[1:]:
+    assert [(r["arm"], r["seed"]) for r in shared[:3]] == [("erm", 3), ("erm", 4), ("vrex", 3)]
+    for res in shared[2:]:
         assert all(row["epoch"] >= 2 for row in res["trace"])  # selected among the method's own epochs only
     assert {r["epoch"] for r in shared[0]["trace"]} == {0, 1, 2, 3}
+    assert shared[0]["ood_val"]["ood_test"] != shared[1]["ood_val"]["ood_test"]  # two seeds, two models
 
 
 def test_selection_never_reads_test_splits(tiny_split, monkeypatch):
@@ -137,7 +141,7 @@ def test_selection_never_reads_test_splits(tiny_split, monkeypatch):
     import genlab.studies.prune_graph_ood.train as pt
 
     hp = asdict(HParams(hidden=8, epochs=3, warmup_epochs=1, batch_size=16))
-    job = {"arms": ["erm", "gsat", "prune-code"], "seed": 0, "data": str(tiny_split), "hp": hp}
+    job = {"arms": ["erm", "gsat", "prune-code"], "seeds": [0, 1], "data": tiny_split, "hp": hp}
     ref = train_group(job)
     real = pt.load_sets
 

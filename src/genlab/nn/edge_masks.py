@@ -24,18 +24,18 @@ from torch import Tensor
 
 
 def straight_through_gumbel(logits: Tensor, tau: float, generator: torch.Generator | None = None) -> Tensor:
-    """Hard (E,) keep mask from (E, 2) logits (column 1 = keep): forward exactly 0/1, a draw with probability
-    softmax(logits)[:, 1]; backward through the tau-relaxed sample."""
+    """Hard (..., E) keep mask from (..., E, 2) logits (last column = keep): forward exactly 0/1, a draw with
+    probability softmax(logits)[..., 1]; backward through the tau-relaxed sample."""
     # -log U ~ Exp(1), so -log(Exp) is Gumbel; drawn on the CPU generator, so a seed means the same noise anywhere
     u = torch.empty(logits.shape, dtype=logits.dtype).exponential_(generator=generator).to(logits.device)
     soft = torch.softmax((logits - u.log()) / tau, dim=-1)
     hard = torch.nn.functional.one_hot(soft.argmax(-1), logits.shape[-1]).to(soft.dtype)
-    return (hard - soft.detach() + soft)[:, 1]
+    return (hard - soft.detach() + soft)[..., 1]
 
 
 def keep_probability(logits: Tensor) -> Tensor:
     """p_e = softmax(logits_e)[keep]."""
-    return torch.softmax(logits, dim=-1)[:, 1]
+    return torch.softmax(logits, dim=-1)[..., 1]
 
 
 def _per_graph_mean(values: Tensor, edge_graph: Tensor, n_graphs: int) -> Tensor:

@@ -179,15 +179,16 @@ class PruneGraphOOD(Study):
             folders, data_metrics = _make_data(cfg, ctx, cache)
         hp = asdict(HParams(**{f.name: getattr(cfg, f.name) for f in fields(HParams)}))
         hp_concept = {**hp, "gsat_final_r": cfg.gsat_final_r_concept}
-        jobs = [
-            {"split": split, "arms": group, "seed": ctx.seed_for("model", split, s), "data": str(folders[split, s]),
+        jobs = [  # one job per split × arm group, all seeds in it trained as one batched model
+            {"split": split, "arms": group, "seed": ctx.seed_for("model", split),
+             "seeds": [ctx.seed_for("model", split, s) for s in range(cfg.seeds)],
+             "data": [str(folders[split, s]) for s in range(cfg.seeds)],
              "hp": hp_concept if split in CONCEPT_KINDS else hp, "device": ctx.device}
             for split in cfg.splits
-            for s in range(cfg.seeds)
             for group in _groups(cfg.arms)
         ]
         with ctx.timer("training"):
-            grouped = ctx.map(train_group, jobs, processes=cfg.workers, desc="arm groups x seeds")
+            grouped = ctx.map(train_group, jobs, processes=cfg.workers, desc="splits x arm groups")
         results = [(job["split"], res) for job, group in zip(jobs, grouped) for res in group]
         for split, res in results:
             for row in res["trace"]:
