@@ -102,7 +102,7 @@ def test_study_runs_every_arm_on_a_local_clip(tiny_clip, tmp_path):
     first = run_study("lepa-prompt-learning", "smoke", overrides, seed=0, root=tmp_path / "a")
     m = first.metrics
     assert m["backend"] == "transformers CLIPModel"
-    arms = {"zero-shot", "coop", "ce", "fixed@0.1", "fixed@1", "pcgrad@1"} | {
+    arms = {"zero-shot", "coop", "ce", "sum", "fixed@0.1", "fixed@1", "pcgrad@1"} | {
         f"{r}@{s}" for r in ("loss", "gradnorm", "dwa") for s in ("0.1", "1")
     }
     assert set(m["acc"]) == arms

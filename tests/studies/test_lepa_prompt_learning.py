@@ -12,6 +12,8 @@ from genlab.studies.lepa_prompt_learning import (
     BASE,
     NOVEL,
     LepaPromptLearning,
+    check_beats_sum,
+    check_headroom,
     check_median,
     check_plugin,
     check_recovers,
@@ -152,6 +154,7 @@ def _metrics(novel_drop=0.15, lev_offset=0.0, n=6, zero_shot_hm=0.76):
         "zero-shot": row(0.85, 0.80, zero_shot_hm),
         "ce": row(0.92, 0.80 - novel_drop, 0.74),
         "coop": row(0.90, 0.75, 0.80),
+        "sum": row(0.90, 0.76, 0.80),
     }
     fixed_hm = {0.1: 0.80, 0.3: 0.86, 1.0: 0.83, 3.0: 0.82}
     for s in scales:
@@ -165,17 +168,17 @@ def _cfg(**kw):
     return LepaPromptLearning.config("quick", {"scales": (0.1, 0.3, 1.0, 3.0), **kw})
 
 
-def test_precondition_gates_every_other_claim():
+def test_the_coop_tradeoff_gates_the_consistency_claim():
     cfg = _cfg()
-    checks = (check_recovers, check_median, check_tracks_best, check_plugin)
+    levelling = (check_median, check_tracks_best, check_plugin, check_beats_sum)
     good = _metrics()
     assert check_tradeoff(good, cfg).held is True
-    assert all(c(good, cfg).held is not None for c in checks)
-    flat = _metrics(novel_drop=-0.05)  # CE does not lower novel accuracy: the study means nothing
+    assert all(c(good, cfg).held is not None for c in (check_recovers, *levelling))
+    flat = _metrics(novel_drop=-0.05)  # CE does not lower novel accuracy: nothing for consistency to recover
     assert check_tradeoff(flat, cfg).held is False
-    for c in checks:
-        ev = c(flat, cfg)
-        assert ev.held is None and "precondition" in ev.note
+    ev = check_recovers(flat, cfg)
+    assert ev.held is None and "precondition coop-tradeoff" in ev.note
+    assert all(c(flat, cfg).held is not None for c in levelling)  # gated on the headroom only
     unusable = LepaPromptLearning.config("quick", {"scales": (0.1, 0.3, 1.0, 3.0), "min_zero_shot": 0.9})
     assert check_tradeoff(good, unusable).held is False
 
@@ -191,13 +194,28 @@ def test_levelling_claims_follow_the_numbers():
     assert check_sensitivity(_metrics(lev_offset=0.0), cfg).test is None
     assert check_sensitivity(at_median, _cfg(steps=6)).held is None  # smoke: the relaxation has not run yet
     assert check_plugin(at_median, cfg).held is False  # 0.825 < fixed@1 = 0.83
+    assert check_beats_sum(at_median, cfg).held is True  # 0.825 > the naive sum's 0.80
+    assert check_beats_sum(_metrics(lev_offset=-0.05), cfg).held is False  # 0.775 < 0.80
     below = _metrics(lev_offset=-0.05)
     assert check_median(below, cfg).held is False
     assert check_recovers(at_median, cfg).held is True
 
 
+def test_headroom_gates_the_levelling_claims():
+    cfg = _cfg()
+    room = check_headroom(_metrics(), cfg)  # best fixed 0.86 vs zero-shot 0.76
+    assert room.held is True and room.numbers["best_fixed_scale"] == 0.3
+    assert room.numbers["zero_shot_hm"] == pytest.approx(0.76, abs=0.003)
+    flat = _metrics(zero_shot_hm=0.857)  # the best fixed weight is only 0.003 above zero-shot (< margin 0.01)
+    assert check_headroom(flat, cfg).held is False
+    for check in (check_median, check_tracks_best, check_plugin, check_beats_sum):
+        ev = check(flat, cfg)
+        assert ev.held is None and "headroom" in ev.note
+    assert check_recovers(flat, cfg).held is True  # not a levelling claim: not gated on headroom
+
+
 def test_a_test_the_zero_shot_control_passes_too_decides_nothing():
-    cfg = _cfg(track_tol=0.05)
+    cfg = _cfg(track_tol=0.05, headroom_margin=0.0)  # headroom 0.01 > 0: the control, not the gate, decides
     trivial = _metrics(zero_shot_hm=0.85)  # doing nothing is already above the median and near the best
     for check in (check_median, check_tracks_best):
         ev = check(trivial, cfg)

@@ -133,8 +133,8 @@ class MiniBackend:
 @dataclass(frozen=True)
 class Arm:
     """``kind``: coop (CE only, text context only: the visual prompt stays at zero) | ce (CE only, both prompts) |
-    fixed | level | pcgrad; ``scale`` multiplies the consistency weights (the initial weights for levelling);
-    ``rule`` names the levelling rule."""
+    sum (the naive sum: all four objectives with weight 1) | fixed | level | pcgrad; ``scale`` multiplies the
+    consistency weights (the initial weights for levelling); ``rule`` names the levelling rule."""
 
     kind: str
     scale: float = 1.0
@@ -142,7 +142,7 @@ class Arm:
 
     @property
     def name(self) -> str:
-        if self.kind in ("coop", "ce"):
+        if self.kind in ("coop", "ce", "sum"):
             return self.kind
         tag = self.rule if self.kind == "level" else self.kind
         return f"{tag}@{self.scale:g}"
@@ -198,6 +198,7 @@ class _Weighter:
         self.arms, self.gen = list(arms), generator
         self.fixed = torch.tensor([objective_weights(spec, a.scale) for a in arms])
         self.fixed[[i for i, a in enumerate(arms) if a.kind in ("coop", "ce")], 1:] = 0.0
+        self.fixed[[i for i, a in enumerate(arms) if a.kind == "sum"]] = 1.0
         self.text_only = torch.tensor([a.kind == "coop" for a in arms])
         self.levellers = {
             i: Leveller(a.rule, self.fixed[i].tolist(), spec.level_rate, spec.level_ema, spec.dwa_temperature)
