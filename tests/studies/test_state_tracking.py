@@ -210,6 +210,8 @@ def test_quick_jobs_sweep_every_cp_rank_on_every_rank_task_once() -> None:
     assert {s.ranks for s in specs if s.model == CP_SWEEP} == {(1, 2, 3, 4), (8, 16)}
     assert ("mod5", "rotation", ()) not in pairs  # the sweep adds only CP ranks and `full`
     assert {s.label_smoothing for s in specs} == {0.1}
+    assert {s.hidden for s in specs if s.model in ("full", "full+add")} == {64}  # full_hidden
+    assert {s.hidden for s in specs if s.model not in ("full", "full+add")} == {32}
     assert StateTracking.config("full").label_smoothing == 0.0  # the paper's plain cross-entropy
     with pytest.raises(Exception, match="label_smoothing"):
         StateTracking.config("quick", {"label_smoothing": 1.0})
