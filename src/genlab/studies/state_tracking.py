@@ -417,7 +417,7 @@ class StateTracking(Study):
         # parity/mod3 and posdiag+add on mod3/S3 (figure only) were dropped from quick to pay for 5 seeds
         extra_pairs: tuple[str, ...] = ("rotation:s3", "posdiag+add:parity")
         # CP-rank sweep (claim "cp-rank-grows"): cp<r> for every rank on every rank task, and `full` there too
-        cp_ranks: tuple[int, ...] = (1, 2, 3, 4, 8, 16)  # one masked ensemble per task (3 and 8 added 2026-12-04)
+        cp_ranks: tuple[int, ...] = (1, 2, 3, 4, 8, 16)  # masked ensembles per task, grouped by rank_groups
         rank_tasks: tuple[str, ...] = ("parity", "mod3", "mod5", "s3")
         ablation_tasks: tuple[str, ...] = ("parity",)  # tasks for the "full+add" ablation
         baseline_tasks: tuple[str, ...] = ("parity", "mod3")  # tasks for the LSTM baseline (added 2026-12-04)
