@@ -14,8 +14,8 @@ name                   update                                                   
 ``full+add``           ``h_t = A(x_t) h_{t-1} + B x_t + b`` (ablation)            loop
 ``cp{R}``              ``h_t = W1 [(W2ᵀ h_{t-1}) ⊙ (Wxᵀ x_t)]`` (CP rank R)       loop
 ``block{b}``           ``A(x) = blockdiag(A_1(x), ..., A_{H/b}(x))``              loop
-``rotation``           2×2 rotation blocks, angle linear in x (complex diagonal)  parallel scan
-``diag``               ``A(x) = diag(W x)`` (real, sign free)                     parallel scan
+``rotation``           2×2 rotation blocks, angle linear in x (complex diagonal)  prefix sum
+``diag``               ``A(x) = diag(W x)`` (real, sign free)                     prefix sum
 ``posdiag+add``        ``h_t = σ(W_a x_t + c) ⊙ h_{t-1} + B x_t`` (Mamba/GLA)     parallel scan
 ``lstm``               standard LSTM (baseline)                                   loop
 =====================  =========================================================  =================
@@ -36,7 +36,7 @@ import re
 import torch
 from torch import Tensor, nn
 
-from genlab.nn.scan import linear_recurrence, prefix_sum
+from genlab.nn.scan import linear_recurrence
 
 __all__ = [
     "CELL_FAMILIES",
@@ -55,6 +55,12 @@ __all__ = [
 
 def _randn(generator: torch.Generator | None, *shape: int) -> Tensor:
     return torch.randn(*shape, generator=generator)
+
+
+def _prefix(v: Tensor, last_only: bool) -> Tensor:
+    """Prefix sums over time (dim 2) by ``torch.cumsum`` (one native scan); only the total (time length 1) when
+    ``last_only``."""
+    return v.sum(dim=2, keepdim=True) if last_only else torch.cumsum(v, dim=2)
 
 
 def _unit(h: Tensor) -> Tensor:
@@ -274,7 +280,8 @@ class BlockDiagonalBilinear(_LoopCell):
 class RealDiagonal(StateCell):
     """Real diagonal cell ``h_t = diag(W x_t) h_{t-1}`` (entries may be negative), by a parallel scan.
 
-    The product of diagonals is computed as a log-depth prefix sum of ``log|a|`` and of the sign flips;
+    The product of diagonals is computed as a prefix sum (``torch.cumsum``, one native scan) of ``log|a|`` and of
+    the sign flips;
     dividing by the per-step maximum magnitude is the per-step normalisation (direction unchanged).
     Initialised on the unit circle like :class:`RotationCell` (random phase; for a real number the phase
     is 0 or π): entries ``±(1 + N(0, (init_scale/10)²))`` with random signs — the random network of
@@ -303,8 +310,8 @@ class RealDiagonal(StateCell):
     def forward(self, x: Tensor, normalize: bool | None = None, last_only: bool = False) -> Tensor:
         self._check(x)
         a = self.diagonals(x)
-        log_mag = prefix_sum(a.abs().clamp_min(1e-30).log(), dim=2)
-        flips = prefix_sum((a < 0).to(a.dtype), dim=2)
+        log_mag = _prefix(a.abs().clamp_min(1e-30).log(), last_only)
+        flips = _prefix((a < 0).to(a.dtype), last_only)
         sign = 1.0 - 2.0 * torch.remainder(flips, 2.0)
         shift = log_mag.detach().amax(dim=-1, keepdim=True)
         h = self.h0[:, None, None, :] * sign * torch.exp(log_mag - shift)
@@ -316,7 +323,7 @@ class RotationCell(StateCell):
     """R₂ / complex-diagonal cell: H/2 planar rotations with angles ``θ(x) = Wθ x`` (unit modulus).
 
     All transitions commute (they share the eigenbasis), so only abelian state machines are reachable.
-    The cumulative angle is a log-depth prefix sum; norms are preserved exactly.
+    The cumulative angle is a prefix sum (``torch.cumsum``); norms are preserved exactly.
     """
 
     def __init__(
@@ -353,7 +360,7 @@ class RotationCell(StateCell):
 
     def forward(self, x: Tensor, normalize: bool | None = None, last_only: bool = False) -> Tensor:
         self._check(x)
-        total = prefix_sum(self.angles(x), dim=2)
+        total = _prefix(self.angles(x), last_only)
         c, s = total.cos(), total.sin()
         h0 = self.h0.view(self.ensemble, 1, 1, self.hidden // 2, 2)
         re, im = h0[..., 0], h0[..., 1]
