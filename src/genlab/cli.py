@@ -282,6 +282,8 @@ def show_cmd(
         con.print(Padding(_esc(c["text"]), (0, 0, 0, 4)))
         if c["thresholds"]:
             con.print(Padding(f"[cyan]{_esc(', '.join(c['thresholds']))}[/]", (0, 0, 0, 4)))
+        if c.get("requires"):
+            con.print(Padding(f"[dim]requires: {_esc(', '.join(c['requires']))}[/]", (0, 0, 0, 4)))
     if info["metrics"]:
         con.print(f"metrics (from {_esc(info['metrics_from'])}): " + _esc(", ".join(info["metrics"])))
     else:

@@ -174,3 +174,43 @@ def test_the_record_round_trips_through_json():
         with pytest.raises(ValueError):
             ClaimTest.from_dict(bad)
     assert NOT_REPRODUCED in {finalize([_claim("k", X, above=5.0).evaluate({})])[0].verdict}
+
+
+def _premise_and_claim(premise_units, claim_units, extra=()):
+    """A premise, a claim that requires it, and ``extra`` unrelated claims (to make Holm's correction bite)."""
+    claims = [Claim("premise", "p", lambda m, c: decide.mean(premise_units, above=0.0)),
+              Claim("claim", "c", lambda m, c: decide.mean(claim_units, above=0.0), requires=("premise",))]
+    claims += [Claim(f"x{i}", "x", lambda m, c, u=u: decide.mean(u, above=0.0)) for i, u in enumerate(extra)]
+    return finalize([c.evaluate({}) for c in claims])
+
+
+def test_a_claim_is_withheld_when_its_precondition_falls_to_holm():
+    strong = [1.0, 1.1, 0.9, 1.2, 1.0, 0.95]
+    weak = [0.3, -0.1, 0.4, 0.2, 0.5, 0.1]  # p ≈ 0.023 alone: reproduced, not after Holm over four claims
+    alone = _premise_and_claim(weak, strong)
+    assert [v.verdict for v in alone] == [REPRODUCED, REPRODUCED]
+    null = [0.1, -0.2, 0.05, 0.0, 0.1]
+    v = _premise_and_claim(weak, strong, extra=(null, null))
+    assert v[0].verdict == INCONCLUSIVE and v[0].test.p_holm > 0.05
+    assert v[1].verdict == INCONCLUSIVE and v[1].test.held is None
+    assert "precondition premise is inconclusive" in v[1].note
+    assert v[1].test.p_holm is not None and v[1].to_dict()["requires"] == ["premise"]
+    # combining runs decides the precondition again on the pooled units, not on the stored withholding
+    pooled = combine_claims([[a, b] for a, b in zip(v, v, strict=True)])
+    assert pooled[0].test.n == 12 and pooled[0].verdict == REPRODUCED and pooled[1].verdict == REPRODUCED
+
+
+def test_requires_must_name_earlier_claims():
+    from genlab.harness.study import _check_claims
+
+    class Bad:
+        name = "bad"
+
+        class Config:
+            __dataclass_fields__ = {}
+
+        claims = [Claim("a", "a", lambda m, c: True, kind="identity", requires=("b",)),
+                  Claim("b", "b", lambda m, c: True, kind="identity")]
+
+    with pytest.raises(TypeError, match="requires \\['b'\\], which are not earlier claims"):
+        _check_claims(Bad)

@@ -68,6 +68,7 @@ def describe_class(cls: Any) -> dict[str, Any]:
             "kind": c.kind,
             "text": c.text_for(quick),
             "thresholds": [f"{f}={getattr(quick, f)}" for f in c.fields()],
+            **({"requires": list(c.requires)} if c.requires else {}),
         }
         for c in cls.claims
     ]

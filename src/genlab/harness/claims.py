@@ -59,12 +59,16 @@ _KEY = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of a paper: ``check(metrics, cfg) -> Evidence`` (a bool for an identity)."""
+    """One claim of a paper: ``check(metrics, cfg) -> Evidence`` (a bool for an identity). ``requires`` names
+    earlier claims of the study that are an empirical claim's preconditions (headroom, competence): after Holm's
+    correction the claim is withheld (inconclusive, its test kept) unless each of them is reproduced (see
+    :func:`finalize`)."""
 
     key: str
     text: str
     check: Callable[[Mapping[str, Any], Any], bool | Evidence]
     kind: Kind = EMPIRICAL
+    requires: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not _KEY.match(self.key):
@@ -90,16 +94,17 @@ class Claim:
         except Exception as exc:  # a bug in the check, never scientific uncertainty
             where = traceback.extract_tb(exc.__traceback__)[-1]
             note = f"the check raised {type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})"
-            return Verdict(self.key, text, ERROR, {}, note, self.kind)
+            return Verdict(self.key, text, ERROR, {}, note, self.kind, requires=self.requires)
         if self.kind == EMPIRICAL and result.test is None and result.held is not None:
             note = "an empirical claim was decided without a test (the decision rule: genlab.harness.decision)"
-            return Verdict(self.key, text, ERROR, result.numbers, note, self.kind)
+            return Verdict(self.key, text, ERROR, result.numbers, note, self.kind, requires=self.requires)
         test = result.test
         if test is None:
-            return Verdict(self.key, text, _name(result.held), result.numbers, result.note, self.kind)
+            return Verdict(self.key, text, _name(result.held), result.numbers, result.note, self.kind,
+                           requires=self.requires)  # fmt: skip
         if result.held is None and test.held is not None:  # the check withheld a decision its test would make
             test = replace(test, gate=result.note or "the check withheld the decision")
-        return Verdict(self.key, text, _name(test.held), result.numbers, result.note, self.kind, test)
+        return Verdict(self.key, text, _name(test.held), result.numbers, result.note, self.kind, test, self.requires)
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,7 @@ class Verdict:
     note: str = ""
     kind: Kind = EMPIRICAL
     test: ClaimTest | None = None
+    requires: tuple[str, ...] = ()  # the claim's preconditions (keys), as declared by its Claim
 
     @property
     def held(self) -> bool | None:
@@ -127,6 +133,8 @@ class Verdict:
         }
         if self.test is not None:
             out["test"] = self.test.to_dict()
+        if self.requires:
+            out["requires"] = list(self.requires)
         return out
 
     @classmethod
@@ -138,6 +146,7 @@ class Verdict:
         if not isinstance(numbers, Mapping):
             raise ValueError(f"not a stored verdict (numbers): {d!r:.120}")
         test = d.get("test")
+        requires = d.get("requires") or []
         return cls(
             str(d.get("key") or slug(d["claim"])),
             d["claim"],
@@ -146,18 +155,24 @@ class Verdict:
             str(d.get("note", "")),
             d.get("kind", EMPIRICAL) if d.get("kind") in KINDS else EMPIRICAL,
             None if test is None else ClaimTest.from_dict(test if isinstance(test, Mapping) else {}),
+            tuple(str(k) for k in requires) if isinstance(requires, list) else (),
         )
 
     def numbers_text(self, digits: int = 3) -> str:
         return ", ".join(f"{k}={fmt_number(v, digits)}" for k, v in self.numbers.items())
 
 
+AFTER_HOLM = "withheld after Holm's correction: precondition "  # how finalize marks what it withheld
+
+
 def finalize(verdicts: Sequence[Verdict]) -> list[Verdict]:
     """Holm's correction over a study's empirical claims: a claim whose CI lies on the claimed side but whose
-    Holm-adjusted p exceeds alpha becomes inconclusive. Every empirical test records its ``p_holm``."""
+    Holm-adjusted p exceeds alpha becomes inconclusive. Every empirical test records its ``p_holm``. Then a
+    claim whose preconditions (``requires``) are not all reproduced *after* the correction is withheld
+    (inconclusive, its test kept with the reason), so no decision rests on a premise Holm did not confirm."""
     tests = [v.test if v.kind == EMPIRICAL and v.verdict != ERROR else None for v in verdicts]
     adjusted = apply_holm(tests)
-    out = []
+    out: list[Verdict] = []
     for v, test in zip(verdicts, adjusted, strict=True):
         if test is None:
             out.append(v)
@@ -166,6 +181,14 @@ def finalize(verdicts: Sequence[Verdict]) -> list[Verdict]:
         if test.held is None and (why := test.why_undecided) and why not in note:
             note = "; ".join(n for n in (why, note) if n)
         out.append(replace(v, verdict=name, test=test, note=note))
+    final = {v.key: v.verdict for v in out}
+    for i, v in enumerate(out):
+        unmet = [f"{k} is {final.get(k, 'missing')}" for k in v.requires if final.get(k) != REPRODUCED]
+        if unmet and v.test is not None and v.verdict in (REPRODUCED, NOT_REPRODUCED):
+            why = AFTER_HOLM + ", ".join(unmet)
+            test = replace(v.test, gate=why)
+            out[i] = replace(v, verdict=INCONCLUSIVE, test=test, note="; ".join(n for n in (why, v.note) if n))
+            final[v.key] = INCONCLUSIVE
     return out
 
 
@@ -180,10 +203,12 @@ def combine_verdicts(verdicts: Sequence[Verdict]) -> Verdict:
     tests are pooled (their units tested again); identities and tests-less verdicts must agree."""
     if not verdicts:
         raise ValueError("no verdicts to combine")
+    verdicts = [_before_preconditions(v) for v in verdicts]  # finalize applies them again to the combination
     first = verdicts[0]
     errors = [v for v in verdicts if v.verdict == ERROR]
     if errors:
-        return Verdict(first.key, first.claim, ERROR, {"runs_in_error": len(errors)}, errors[0].note, first.kind)
+        return Verdict(first.key, first.claim, ERROR, {"runs_in_error": len(errors)}, errors[0].note, first.kind,
+                       requires=first.requires)  # fmt: skip
     if len(verdicts) == 1:
         return replace(first, test=None if first.test is None else replace(first.test, p_holm=None))
     tests = [v.test for v in verdicts]
@@ -191,16 +216,26 @@ def combine_verdicts(verdicts: Sequence[Verdict]) -> Verdict:
         try:
             pooled = pool(tests)  # type: ignore[arg-type]
         except ValueError as exc:
-            return Verdict(first.key, first.claim, INCONCLUSIVE, {}, str(exc), first.kind)
+            return Verdict(first.key, first.claim, INCONCLUSIVE, {}, str(exc), first.kind, requires=first.requires)
         gates = sorted({t.gate for t in tests if t.gate})  # type: ignore[union-attr]
         if gates:
             pooled = replace(pooled, gate="; ".join(gates))
         note = f"{len(verdicts)} runs pooled"
-        return Verdict(first.key, first.claim, _name(pooled.held), {}, note, first.kind, pooled)
+        return Verdict(first.key, first.claim, _name(pooled.held), {}, note, first.kind, pooled, first.requires)
     helds = [v.held for v in verdicts]
     held = True if all(h is True for h in helds) else False if all(h is False for h in helds) else None
     note = f"{sum(h is True for h in helds)}/{len(helds)} runs held"
-    return Verdict(first.key, first.claim, _name(held), {}, note, first.kind)
+    return Verdict(first.key, first.claim, _name(held), {}, note, first.kind, requires=first.requires)
+
+
+def _before_preconditions(v: Verdict) -> Verdict:
+    """A stored verdict as it was before :func:`finalize` withheld it for a precondition (that decision is
+    made again on the combined preconditions)."""
+    if v.test is None or not v.test.gate.startswith(AFTER_HOLM):
+        return v
+    note = "; ".join(n for n in v.note.split("; ") if not n.startswith(AFTER_HOLM))
+    test = replace(v.test, gate="")
+    return replace(v, verdict=_name(test.held), test=test, note=note)
 
 
 def _name(held: bool | None) -> VerdictName:

@@ -113,13 +113,17 @@ def register(cls: type[Study]) -> type[Study]:
 
 
 def _check_claims(cls: type[Study]) -> None:
-    """Keys are unique and every claim's text formats from the study's config fields."""
+    """Keys are unique, every claim's text formats from the study's config fields, and preconditions
+    (``requires``) name earlier claims."""
     keys = [c.key for c in cls.claims]
     dup = sorted({k for k in keys if keys.count(k) > 1})
     if dup:
         raise TypeError(f"study {cls.name!r} repeats claim keys {dup}")
     names = set(getattr(cls.Config, "__dataclass_fields__", {}))
-    for c in cls.claims:
+    for i, c in enumerate(cls.claims):
+        earlier = keys[:i]
+        if bad := [k for k in c.requires if k not in earlier]:
+            raise TypeError(f"study {cls.name!r}, claim {c.key!r}: requires {bad}, which are not earlier claims")
         unknown = [f for f in c.fields() if f not in names]
         if unknown:
             raise TypeError(f"study {cls.name!r}, claim {c.key!r}: text names unknown config fields {unknown}")

@@ -507,24 +507,28 @@ class CMMMerging(Study):
             "with the same capability weights (the {cmm_schedule} schedule's effective weights) by more than "
             "{progressive_margin} (paired t over seeds; central: what the progression adds)",
             _cmm_beats("same_weights", "progressive_margin"),
+            requires=("one-shot-degrades",),
         ),
         Claim(
             "cmm-beats-reversed-order",
             "with weak experts in the pool, CMM in its curriculum order ({cmm_direction} capability) beats the same "
             "progressive merge in the reversed order by more than {progressive_margin} (paired t over seeds)",
             _cmm_beats("reversed", "progressive_margin"),
+            requires=("one-shot-degrades",),
         ),
         Claim(
             "cmm-beats-random-order",
             "with weak experts in the pool, CMM beats random-order progressive merging by more than {spread_z} sd "
             "of the random orders (t over seeds of the per-seed lead in sd units)",
             _claim_beats_random,
+            requires=("one-shot-degrades",),
         ),
         Claim(
             "cmm-beats-one-shot",
             "with weak experts in the pool, CMM beats the best of task arithmetic, TIES and DARE-TIES (the best "
             "picked per seed on test, a handicap for CMM) by more than {gain_margin} normalised average",
             _cmm_beats("best_one_shot", "gain_margin"),
+            requires=("one-shot-degrades",),
         ),
         Claim(
             "cmm-robust-to-weak-experts",

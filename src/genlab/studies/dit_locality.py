@@ -302,15 +302,16 @@ class DiTLocality(Study):
             "early-window-lowers-gap",
             "at the smallest n, early-layer windows lower the train - held-out PSNR gap vs global attention by more "
             "than {gap_margin_db} dB (paired over seeds; memorising global model, matched train PSNR)",
-            _check_small_n),
+            _check_small_n, requires=("global-memorises",)),
         Claim(
             "late-window-weaker",
             "late-layer windows lower the gap less than early-layer windows (smallest n, paired over seeds)",
-            _check_late),
+            _check_late, requires=("global-memorises",)),
         Claim(
             "early-window-beats-random-mask",
             "at the smallest n, an early-layer window lowers the PSNR gap more than a random mask of the same density "
-            "in the same layers (locality, not sparsity; paired over seeds)", _check_random),
+            "in the same layers (locality, not sparsity; paired over seeds)", _check_random,
+            requires=("global-memorises",)),
         Claim(
             "early-attention-local-at-large-n",
             "global DiT: early-layer attention mass inside the {window}x{window} window is larger at the largest n "

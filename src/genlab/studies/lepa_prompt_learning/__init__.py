@@ -366,18 +366,21 @@ class LepaPromptLearning(Study):
             "PromptSRC-style consistency with fixed weights (scale {ref_scale}) raises novel accuracy over CE-only "
             "by more than {recover_margin} (paired t over seeds)",
             check_recovers,
+            requires=("coop-tradeoff",),
         ),
         Claim(
             "levelling-reaches-median",
             "levelling ({primary_rule} rule, averaged over its initial weights) reaches at least the median "
             "fixed-weight HM (not below it by more than {median_tol}, paired t over seeds)",
             check_median,
+            requires=("prompt-learning-headroom",),
         ),
         Claim(
             "levelling-tracks-best",
             "levelling ({primary_rule} rule) tracks the best fixed weight (an oracle picked on test HM): "
             "best − levelled HM < {track_tol} (paired t over seeds)",
             check_tracks_best,
+            requires=("prompt-learning-headroom",),
         ),
         Claim(
             "levelling-beats-default",
@@ -385,12 +388,14 @@ class LepaPromptLearning(Study):
             "raises HM over the same learner with those fixed weights by more than {plugin_margin} "
             "(paired t over seeds)",
             check_plugin,
+            requires=("prompt-learning-headroom",),
         ),
         Claim(
             "levelling-beats-sum",
             "levelling ({primary_rule} rule, averaged over its initial weights) raises HM over the naive sum of the "
             "four objectives (every weight 1) by more than {plugin_margin} (paired t over seeds)",
             check_beats_sum,
+            requires=("prompt-learning-headroom",),
         ),
         Claim(
             "levelling-less-sensitive",

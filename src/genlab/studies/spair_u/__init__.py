@@ -598,7 +598,7 @@ class SpairUKeypoints(Study):
         Claim("jamais-vu-gap",
               "on unseen keypoints the supervised head keeps less than {gap_keep_max} of its seen-keypoint gain "
               "over raw features (paired t-test over seeds; withheld unless that seen gain is established)",
-              _check_gap),
+              _check_gap, requires=("supervised-beats-raw-seen",)),
         Claim("3d-beats-supervised-unseen",
               "the 3D-prototype head beats the supervised head on unseen keypoints by more than {unseen_margin} "
               "(paired t-test over seeds)", _check_3d_unseen),
