@@ -2,11 +2,12 @@ import json
 
 import pytest
 
+from genlab.harness.decision import mean_se
 from genlab.harness.io import flat_scalars
 from genlab.harness.report import claims_rows, latest_groups, tally, write_report
 from genlab.harness.runner import recheck_runs, run_study
 from genlab.harness.store import finished_runs
-from genlab.harness.sweep import expand, mean_se
+from genlab.harness.sweep import expand
 
 
 def test_report_groups_seeds_and_keeps_latest_config(tmp_path):

@@ -507,3 +507,14 @@ def _invert(p_at, centre: float, width: float, alpha: float) -> tuple[float, flo
 
 def _mean_diff(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(a, axis=axis) - np.mean(b, axis=axis)
+
+
+def mean_se(values: Sequence[float]) -> tuple[float, float, int]:
+    """Mean, standard error of the mean (nan when n < 2) and n of some values, ignoring NaNs: a *description* for
+    tables and error bars (sweep cells, figures, summaries), never a decision (claims use the tests above)."""
+    arr = np.asarray(values, dtype=float)
+    arr = arr[~np.isnan(arr)]
+    if arr.size == 0:
+        return math.nan, math.nan, 0
+    se = float(arr.std(ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else math.nan
+    return float(arr.mean()), se, int(arr.size)

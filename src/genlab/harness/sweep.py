@@ -15,10 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from genlab.harness.claims import combine_claims
 from genlab.harness.config import field_types, parse_value
+from genlab.harness.decision import mean_se
 from genlab.harness.errors import ConfigError
 from genlab.harness.io import flat_scalars
 from genlab.harness.runner import RunResult
@@ -142,17 +141,6 @@ def fmt_mean_se(cell: Any) -> str:
     if n < 2 or math.isnan(se):
         return f"{fmt_number(mean)} (n={n})"
     return f"{fmt_number(mean)} ± {fmt_number(se, 2)} (n={n})"
-
-
-def mean_se(values: Sequence[float]) -> tuple[float, float, int]:
-    """Mean, standard error of the mean (nan when n < 2) and n of a table cell's values, ignoring NaNs: a
-    description of the seeds of a grid cell, not a decision (claims are decided by genlab.harness.decision)."""
-    arr = np.asarray(values, dtype=float)
-    arr = arr[~np.isnan(arr)]
-    if arr.size == 0:
-        return math.nan, math.nan, 0
-    se = float(arr.std(ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else math.nan
-    return float(arr.mean()), se, int(arr.size)
 
 
 # -- the record a sweep leaves in the store (read by the report) --------------------------------------------------

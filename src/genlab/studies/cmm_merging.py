@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
+from genlab.harness.decision import mean_se
 from genlab.harness.torch_setup import module_device
 
 ONE_SHOT = ("task_arithmetic", "ties", "dare_ties")
@@ -381,12 +382,6 @@ def _claim_disjoint(m: dict, cfg: Any):
     return evidence(all(m["split_disjoint"]), sizes=m["split_sizes"])
 
 
-def _se(values) -> float:
-    from scipy import stats
-
-    return float(stats.sem(values)) if len(values) > 1 else 0.0
-
-
 # -- the study --------------------------------------------------------------------------------------------------
 
 
@@ -573,7 +568,7 @@ class CMMMerging(Study):
         labels = {"task_arithmetic": "task arithmetic", "ties": "TIES", "dare_ties": "DARE-TIES"}
         for method, per_k in metrics["sweep"].items():
             ks = [int(k) for k in per_k]
-            ax1.errorbar(ks, [np.mean(v) for v in per_k.values()], yerr=[_se(v) for v in per_k.values()],
+            ax1.errorbar(ks, [np.mean(v) for v in per_k.values()], yerr=[mean_se(v)[1] for v in per_k.values()],
                          marker="o", capsize=2, label=labels[method])  # fmt: skip
         ax1.set_xlabel("number of conflicting experts K")
         ax1.set_ylabel("normalised average (test)")
@@ -585,7 +580,7 @@ class CMMMerging(Study):
         for j, (pool, label) in enumerate((("strong", "strong experts"), ("with_weak", "+ weak experts"))):
             p = metrics["pools"][pool]
             means = [np.mean(p[a]) for a in arms]
-            ses = [_se(p[a]) for a in arms]
+            ses = [mean_se(p[a])[1] for a in arms]
             ax2.bar(x + (j - 0.5) * 0.38, means, 0.38, yerr=np.nan_to_num(ses), capsize=2, label=label)
             for s, orders in enumerate(p["random_orders"]):
                 ax2.scatter(np.full(len(orders), x[3] + (j - 0.5) * 0.38) + 0.03 * (s - 1), orders, s=4, c="k",

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
+from genlab.harness.decision import mean_se
 from genlab.harness.torch_setup import module_device
 
 UNSUP = ("simclr", "nce_dis", "nce_rec", "full", "ae")
@@ -406,12 +407,6 @@ def _claim_selection(m: dict, cfg: Any):
     return evidence(not leaked, domains_seen_by_selection=sorted(set(seen)), leaks=len(leaked))
 
 
-def _mean_se(values) -> tuple[float, float]:
-    from scipy import stats
-
-    return float(np.mean(values)), float(stats.sem(values)) if len(values) > 1 else 0.0
-
-
 # -- the study --------------------------------------------------------------------------------------------------
 
 
@@ -582,7 +577,7 @@ class MSUDG(Study):
         for ax, tg in zip(axes[0], targets):
             t = metrics["targets"][tg]
             for arm in [a for a in UNSUP if a in t]:
-                st = [_mean_se(t[arm]["target"][f]) for f in fr]
+                st = [mean_se(t[arm]["target"][f])[:2] for f in fr]
                 ax.errorbar(xs, [s[0] for s in st], yerr=[np.nan_to_num(s[1]) for s in st], marker="o", capsize=2,
                             label=LABELS[arm])  # fmt: skip
             ax.axhline(np.mean(t["erm"]["target"]), ls="--", c="gray", lw=1, label=LABELS["erm"])
@@ -596,7 +591,7 @@ class MSUDG(Study):
         ax = axes[0][-1]
         t = metrics["targets"][targets[0]]
         for arm in [a for a in UNSUP if a in t]:
-            st = [_mean_se(t[arm]["source"][f]) for f in fr]
+            st = [mean_se(t[arm]["source"][f])[:2] for f in fr]
             ax.errorbar(xs, [s[0] for s in st], yerr=[np.nan_to_num(s[1]) for s in st], marker="o", capsize=2,
                         label=LABELS[arm])  # fmt: skip
         ax.axhline(np.mean(t["erm"]["source"]), ls="--", c="gray", lw=1, label=LABELS["erm"])

@@ -9,26 +9,22 @@ from typing import Any
 import numpy as np
 
 from genlab.harness import RunContext
+from genlab.harness.decision import mean_se
 
 OBJECTIVE_LABELS = ("CE", "text L1", "image L1", "KL")
-
-
-def _mean_se(values: list[float]) -> tuple[float, float]:
-    v = np.asarray(values, dtype=float)
-    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else 0.0
 
 
 def _sweep_panel(ax, metrics: Mapping[str, Any]) -> None:
     acc, scales = metrics["acc"], metrics["scales"]
     kinds = ["fixed", *metrics["rules_every_init"]]
     for k, kind in enumerate(kinds):
-        ms = [_mean_se(acc[f"{kind}@{s:g}"]["hm"]) for s in scales]
+        ms = [mean_se(acc[f"{kind}@{s:g}"]["hm"])[:2] for s in scales]
         ax.errorbar(scales, [m for m, _ in ms], [e for _, e in ms], marker="os^v"[k % 4], capsize=2, label=kind)
     for k, (arm, style) in enumerate((("zero-shot", ":"), ("ce", "--"), ("coop", "-."))):
-        ax.axhline(_mean_se(acc[arm]["hm"])[0], ls=style, color=f"C{len(kinds) + k}", label=arm)
+        ax.axhline(mean_se(acc[arm]["hm"])[0], ls=style, color=f"C{len(kinds) + k}", label=arm)
     pc = [a for a in acc if a.startswith("pcgrad@")]
     if pc:
-        m, e = _mean_se(acc[pc[0]]["hm"])
+        m, e, _ = mean_se(acc[pc[0]]["hm"])
         ax.errorbar([float(pc[0].split("@")[1])], [m], [e], marker="*", ms=11, color="k", ls="none", label=pc[0])
     ax.set(xscale="log", xlabel="consistency weight scale (fixed) / initial weight scale (levelling)", ylabel="HM")
     ax.set_title("base/novel harmonic mean, mean ± s.e. over seeds", fontsize=9)

@@ -38,6 +38,7 @@ from genlab.data.correspondence import (
 )
 from genlab.data.shapes3d import CATEGORIES
 from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
+from genlab.harness.decision import mean_se
 
 ARMS = ("raw", "supervised", "3d")
 TRAINED = ("supervised", "3d")
@@ -380,14 +381,7 @@ def aggregate(per_seed: list[dict[str, Any]], categories: list[str]) -> dict[str
                 pck[f"{arm}/{kp_set}/{view}"] = [s["arms"][arm][kp_set][view] for s in per_seed]
             for cat in categories:
                 pck[f"{arm}/{kp_set}/cat/{cat}"] = [s["arms"][arm][kp_set]["per_category"][cat] for s in per_seed]
-    return {"pck": pck, "summary": {k: _mean_se(v) for k, v in pck.items()}}
-
-
-def _mean_se(values: list[float]) -> dict[str, float]:
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    se = float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else math.nan
-    return {"mean": float(v.mean()) if v.size else math.nan, "se": se, "n": int(v.size)}
+    return {"pck": pck, "summary": {k: dict(zip(("mean", "se", "n"), mean_se(v), strict=True)) for k, v in pck.items()}}
 
 
 # ---------------------------------------------------------------------------------------------------------------
