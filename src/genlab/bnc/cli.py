@@ -60,16 +60,15 @@ def parse_family(spec: str) -> tuple[str, dict[str, Any]]:
 
 
 def _option_value(family: str, key: str, text: str, default: Any) -> Any:
+    from genlab.bnc.solver import WANT
+    from genlab.harness.config import parse_value
+    from genlab.harness.errors import ConfigError
+
     kind = type(default)
     try:
-        if kind is bool:
-            if text.lower() not in ("true", "false", "1", "0"):
-                raise ValueError
-            return text.lower() in ("true", "1")
-        return kind(text)
-    except ValueError:
-        want = {int: "a whole number", float: "a number", bool: "true or false"}.get(kind, kind.__name__)
-        raise BncInputError(f"{family} option {key} must be {want}, got {text!r}") from None
+        return parse_value(text, kind, key)
+    except ConfigError:
+        raise BncInputError(f"{family} option {key} must be {WANT.get(kind, kind.__name__)}, got {text!r}") from None
 
 
 MAX_COUNT = 100_000

@@ -25,6 +25,8 @@ import numpy as np
 
 from genlab.bnc.errors import BncInputError, SolverMissingError
 from genlab.bnc.policies import ScorePolicy, choose, classic_scores
+from genlab.harness.config import parse_value
+from genlab.harness.errors import ConfigError
 
 EMPHASIS = ("default", "fast", "off")
 MIP_SUFFIXES = (".lp", ".mps", ".lp.gz", ".mps.gz")
@@ -110,30 +112,20 @@ def set_scip_param(model: Any, name: str, value: Any) -> None:
         near = difflib.get_close_matches(name, known, n=1)
         hint = f" (did you mean {near[0]}?)" if near else " (SCIP's parameter names look like limits/time)"
         raise BncInputError(f"unknown SCIP parameter {name!r}{hint}")
-    current = known[name]
+    kind = type(known[name])
     try:
-        value = _as_type(value, type(current))
+        typed = parse_value(str(value), kind, name)
+    except ConfigError:
+        raise BncInputError(f"SCIP parameter {name}: bad value {value!r} ({WANT.get(kind, kind.__name__)} is needed)"
+                            ) from None
+    try:
         with _captured_output():
-            model.setParam(name, value)
+            model.setParam(name, typed)
     except (ValueError, TypeError, LookupError) as exc:
         raise BncInputError(f"SCIP parameter {name}: bad value {value!r} ({exc})") from None
 
 
-def _as_type(value: Any, kind: type) -> Any:
-    if not isinstance(value, str) or kind is str:
-        if kind is int and isinstance(value, float) and not value.is_integer():
-            raise ValueError("a whole number is needed")
-        return value
-    text = value.strip()
-    if kind is bool:
-        if text.lower() not in ("true", "false", "1", "0"):
-            raise ValueError("true or false is needed")
-        return text.lower() in ("true", "1")
-    if kind is int:
-        if not text.lstrip("+-").isdigit():
-            raise ValueError("a whole number is needed")
-        return int(text)
-    return kind(text)
+WANT = {int: "a whole number", float: "a number", bool: "true or false"}  # a typed value, in words
 
 
 def parse_scip_params(items: list[str]) -> tuple[tuple[str, str], ...]:
