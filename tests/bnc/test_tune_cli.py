@@ -199,3 +199,13 @@ def test_cli_missing_solver(monkeypatch, tmp_path, capsys, mips):
 
 def test_mixture_policy_describe():
     assert MixturePolicy([0.5, 0.25, 0.25]).describe() == "mixture(mostfrac=0.5, pscost=0.25, objgain=0.25)"
+
+
+@pytest.mark.parametrize(("where", "words"), [("folder", "is a folder; give a file name"),
+                                              ("missing/dir/best.sol", "No such file or directory")])
+def test_cli_solve_sol_to_a_bad_place_is_one_line(mips, tmp_path, capsys, where, words):
+    target = tmp_path if where == "folder" else tmp_path / where
+    code, cap = run_cli(["bnc", "solve", str(sorted(mips.glob("*.lp"))[0]), "--sol", str(target)], capsys)
+    lines = [ln for ln in cap.err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1 and words in lines[0] and cap.out == ""
+    assert not (tmp_path / "missing").exists()
