@@ -126,3 +126,17 @@ def test_paired_members_share_their_draws_and_fused_adam_is_the_same_update():
     torch.testing.assert_close(_paired_run(specs, fused=True), w, rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="different sizes"):
         _paired_run([FlowMember(data, pair=0), FlowMember(data[:10], pair=0)])
+
+
+def test_progress_wraps_every_training_step():
+    seen: list[int] = []
+
+    def progress(steps):
+        for step in steps:
+            seen.append(step)
+            yield step
+
+    g = torch.Generator().manual_seed(1)
+    net = EnsembleVelocityMLP(1, 4, width=8, depth=1, generator=g)
+    train_flow_ensemble(net, [FlowMember(torch.randn(10, 4, generator=g))], 7, g, batch=4, progress=progress)
+    assert seen == list(range(7))

@@ -436,7 +436,8 @@ def _train_members(cfg: FlowMatching.Config, ctx: RunContext) -> _Fitted:
 
     with ctx.timer("training"):
         train_flow_ensemble(model, members, cfg.steps, g, batch=cfg.batch, lr=cfg.lr,
-                            log_every=max(cfg.steps // 20, 1), on_log=log, fused=True)
+                            log_every=max(cfg.steps // 20, 1), on_log=log, fused=True,
+                            progress=lambda steps: ctx.progress(steps, desc="training steps"))
     model.cpu()  # sampling and the closed-form comparisons below are small: they run on the CPU
     # x0 depends only on the seed (common to its arms); one member at a time: with 2 000 rows each integration is
     # compute-bound, and batched (E, 2 000, width) activations only add allocation (system) time

@@ -443,11 +443,11 @@ class PhiCurve(Study):
             "settings": {k: getattr(cfg, k) for k in ("tol", "tol_window", "window", "r2_min", "de_resid_max",
                                                       "min_lam_window")},
         }
-        metrics["rf"] = self._run_rf(cfg, ctx)
-        metrics["de_convergence"] = self._run_de_convergence(cfg, ctx)
-        metrics["ridge"] = self._run_ridge(cfg, ctx)
+        stages = {"rf": self._run_rf, "de_convergence": self._run_de_convergence, "ridge": self._run_ridge}
         if cfg.digits:
-            metrics["digits"] = self._run_digits(cfg, ctx)
+            stages["digits"] = self._run_digits
+        for name in ctx.progress(list(stages), desc="stages"):
+            metrics[name] = stages[name](cfg, ctx)
         return metrics
 
     @staticmethod

@@ -9,7 +9,7 @@ closed-form velocity over {x1} ∪ (M - 1) training draws, :func:`genlab.measure
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +52,7 @@ def train_flow_ensemble(
     on_log: Callable[[int, list[float]], None] | None = None,
     cosine: bool = True,
     fused: bool = False,
+    progress: Callable[[range], Iterable[int]] = iter,
 ) -> list[list[float]]:
     """Train every member of an ensemble model (``model.members`` independent nets called as model(x (E, B, d),
     t (E, B)), e.g. :class:`EnsembleVelocityMLP` or an ensemble :class:`~genlab.nn.dit.DiT`) on its own data and
@@ -61,7 +62,7 @@ def train_flow_ensemble(
     ``generator`` on the CPU, so a seed gives the same batches on any device. Members with one ``pair`` label share
     their minibatch draws (indices, x0, t); without labels every member draws its own. ``fused=True`` uses
     torch's fused Adam (the same update in one kernel per parameter; about 4x faster on CPU, equal up to float
-    rounding)."""
+    rounding). ``progress`` wraps the step range (e.g. ``lambda r: ctx.progress(r, desc="steps")``)."""
     e = len(members)
     dev = next(model.parameters()).device
     if e != model.members:
@@ -84,7 +85,7 @@ def train_flow_ensemble(
         opt, (lambda k: 0.5 * (1 + math.cos(math.pi * k / steps))) if cosine else (lambda k: 1.0))
     history: list[list[float]] = []
     model.train()
-    for step in range(steps):
+    for step in progress(range(steps)):
         idx = (torch.rand(n_draw, batch, generator=generator)[draw] * n[:, None]).long()
         x1 = data[rows, idx.to(dev)]
         x0 = torch.randn(n_draw, batch, d, generator=generator)[draw].to(dev)
