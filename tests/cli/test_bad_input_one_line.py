@@ -154,9 +154,13 @@ def test_ifbench_tool_inputs_are_exit_2(tmp_path, cli, monkeypatch, args, words)
 @pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.15, 0.3, 0.45])
 def test_ctrl_c_while_starting_is_one_line(delay):
-    """SIGINT during the imports of `genlab list` (the first ~0.4 s): 'interrupted', exit 130, no traceback."""
-    cmd = [sys.executable, "-c", "from genlab.launch import main; import sys; sys.argv = ['genlab', 'list']; main()"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ})
+    """SIGINT during the imports of `genlab list` (the first ~0.4 s): 'interrupted', exit 130, no traceback.
+    The clock starts when the child is about to enter ``main`` (it writes one byte then), not at spawn: on a
+    loaded machine the interpreter's own start-up, before genlab's handler exists, can take longer than ``delay``."""
+    script = "import sys; from genlab.launch import main; sys.argv = ['genlab', 'list']; print('>', flush=True); main()"
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ})
+    assert proc.stdout.read(1) == b">"
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     err = proc.communicate(timeout=60)[1].decode()
