@@ -214,3 +214,13 @@ def test_requires_must_name_earlier_claims():
 
     with pytest.raises(TypeError, match="requires \\['b'\\], which are not earlier claims"):
         _check_claims(Bad)
+
+
+def test_t_halfwidth_is_scipys_t_interval():
+    from genlab.harness.decision import t_halfwidth
+
+    x = np.array([0.3, 0.1, 0.5, 0.2, 0.4])
+    se = x.std(ddof=1) / np.sqrt(x.size)
+    lo, hi = stats.t.interval(0.95, x.size - 1, loc=x.mean(), scale=se)
+    assert t_halfwidth(se, x.size) == pytest.approx((hi - lo) / 2)
+    assert np.isnan(t_halfwidth(0.1, 1))

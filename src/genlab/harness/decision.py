@@ -518,3 +518,11 @@ def mean_se(values: Sequence[float]) -> tuple[float, float, int]:
         return math.nan, math.nan, 0
     se = float(arr.std(ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else math.nan
     return float(arr.mean()), se, int(arr.size)
+
+
+def t_halfwidth(se: Any, n: int, level: float = 0.95) -> Any:
+    """Half-width of the Student-t interval of a mean with standard error ``se`` over ``n`` units (nan when n < 2):
+    the error bar a figure should draw, so it matches the claims' t intervals instead of a fixed ± 2 s.e."""
+    from scipy import stats
+
+    return np.asarray(se, dtype=float) * (stats.t.ppf(0.5 + level / 2, n - 1) if n > 1 else math.nan)

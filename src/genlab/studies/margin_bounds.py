@@ -14,6 +14,7 @@ import numpy as np
 from genlab.data import margin_lower_bound as mlb
 from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
 from genlab.harness.config import Range
+from genlab.harness.decision import t_halfwidth
 from genlab.measures import margin_bounds as mb
 
 BOUNDS = ("tight", "gkl20", "classic_soft", "certified")
@@ -367,8 +368,8 @@ class MarginBounds(Study):
                 "Top: upper/lower bound gap ratios of Thm 2 and GKL'20 over n, and the bounds at the best "
                 "margin next to the held-out error of SVMs and perceptrons on synthetic data and "
                 "digits. Middle and bottom: on the lower bound's hard distribution, the worst margin-γ halfspace's "
-                "exact gap (mean ± 2 s.e. over samples) against n, γ and τ, with D tuned to each point as in the "
-                "theorem (middle) and on one fixed power-law D (bottom), on log-log axes, with the theorem's rate "
+                "exact gap (mean, 95 % t interval over samples) against n, γ and τ, with D tuned to each point as in "
+                "the theorem (middle) and on one fixed power-law D (bottom), on log-log axes, with the theorem's rate "
                 "times the fitted constant"
             ),
         )
@@ -465,7 +466,8 @@ def _lb_panels(axes, lb: dict[str, Any], names: tuple[str, ...]) -> None:
         d = lb[axis]
         x, g, se = np.array(d["x"]), np.array(d["gap_mean"]), np.array(d["gap_se"])
         c = float(np.nanmean(d["constants"]))
-        ax.errorbar(x, g, yerr=2 * se, fmt="o", ms=3, color="k", label="measured gap (worst w)")
+        ax.errorbar(x, g, yerr=t_halfwidth(se, len(d["slopes"])), fmt="o", ms=3, color="k",
+                    label="measured gap (worst w, 95 % t interval)")
         ax.plot(x, c * np.array(d["rate"]), "C3-", label=f"{c:.2f} × {terms[axis]}")
         ax.set_xscale("log")
         ax.set_yscale("log")

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
+from genlab.harness.decision import t_halfwidth
 from genlab.harness.torch_setup import module_device
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -611,24 +612,24 @@ class STDWStudy(Study):
             for arm in show:
                 acc = np.asarray(metrics["domains"][ds][arm])
                 se = acc.std(0, ddof=1) / math.sqrt(len(acc)) if len(acc) > 1 else 0 * acc[0]
-                ax.errorbar(sh, acc.mean(0), yerr=2 * se, label=arm + (" (selected)" if arm == sel else ""),
-                            marker="o", ms=2, capsize=1.5)
+                ax.errorbar(sh, acc.mean(0), yerr=t_halfwidth(se, len(acc)), marker="o", ms=2, capsize=1.5,
+                            label=arm + (" (selected)" if arm == sel else ""))
             ax.set_title(ds, fontsize=9)
             ax.set_xlabel(metrics.get("shift_names", {}).get(ds, "domain shift"), fontsize=7)
             ax.set_ylim(0, 1.02)
             ax.tick_params(labelsize=7)
-        axes[0][0].set_ylabel("accuracy on each domain (mean ± 2 s.e.)", fontsize=8)
+        axes[0][0].set_ylabel("accuracy on each domain (mean, 95 % t interval)", fontsize=8)
         axes[0][0].legend(fontsize=6)
         ax = axes[0][-1]
         diffs = {k: np.subtract(*u) for k in CONTRASTS if (u := contrast_units(metrics, k)) is not None}
         keys = list(diffs)
-        ses = [d.std(ddof=1) / math.sqrt(d.size) if d.size > 1 else 0.0 for d in diffs.values()]
-        ax.barh(np.arange(len(keys)), [d.mean() for d in diffs.values()], xerr=[2 * s for s in ses], capsize=2,
+        bars = [t_halfwidth(d.std(ddof=1) / math.sqrt(d.size), d.size) if d.size > 1 else 0.0 for d in diffs.values()]
+        ax.barh(np.arange(len(keys)), [d.mean() for d in diffs.values()], xerr=bars, capsize=2,
                 color="tab:blue")
         ax.axvline(0, color="k", lw=0.8)
         ax.set_yticks(np.arange(len(keys)))
         ax.set_yticklabels(keys, fontsize=7)
-        ax.set_xlabel("paired target-accuracy difference (mean ± 2 s.e.; the tests are in the claims)", fontsize=7)
+        ax.set_xlabel("paired target-accuracy difference (mean, 95 % t interval; tests in the claims)", fontsize=7)
         ax.set_title("pre-registered contrasts", fontsize=9)
         ax.tick_params(labelsize=7)
         fig.tight_layout()
