@@ -309,3 +309,90 @@ def test_bad_inputs_raise_clear_errors() -> None:
     model = StateTrackingRNN(cell, 2, 2)
     with pytest.raises(ValueError, match="tokens must lie"):
         model(torch.full((2, 1, 3), 5))
+
+
+# ----------------------------------------------------------------------------------------- fast paths
+def _dense_full_step(cell: FullBilinear, h: torch.Tensor, x_t: torch.Tensor) -> torch.Tensor:
+    """The full cell's step as it was before the gather path (2026-12-05): all D products, then a one-hot
+    contraction over the input."""
+    E, B, H = h.shape
+    D = cell.input_dim
+    y = torch.bmm(h, cell.W.reshape(E, H, D * H)).view(E * B, D, H)
+    return torch.bmm(x_t.reshape(E * B, 1, D), y).view(E, B, H)
+
+
+@pytest.mark.parametrize("additive", [False, True])
+def test_full_gather_step_equals_dense_contraction_and_transition_matrices(additive: bool) -> None:
+    g = _gen(21)
+    cell = FullBilinear(5, 8, ensemble=3, additive=additive, generator=g)
+    tokens = torch.randint(0, 5, (3, 7, 12), generator=g)
+    x = _onehot(tokens, 5)
+    states = cell(x, normalize=True)  # one-hot, no grad: the gather path
+    cache = cell.prepare(x)
+    assert cache[0] is not None and torch.equal(cache[0], tokens)  # type: ignore[index]
+    # the same inputs with requires_grad take the general path (contraction with x_t)
+    assert torch.allclose(cell(x.clone().requires_grad_(True), normalize=True), states, atol=1e-6)
+    # the old step and A(x_t) h (the einsum transition matrices), step by step
+    h = _unit(cell.initial_state(7))
+    for t in range(12):
+        old = _dense_full_step(cell, h, x[:, :, t])
+        via_a = torch.einsum("ebij,ebj->ebi", cell.transition(x[:, :, t]), h)
+        assert torch.allclose(old, via_a, atol=1e-5)
+        if additive:
+            old = old + torch.einsum("ebd,edh->ebh", x[:, :, t], cell.B) + cell.b[:, None]
+        h = _unit(old)
+        assert torch.allclose(states[:, :, t], h, atol=1e-5)
+    assert not torch.allclose(states[:, :, -1], states[:, :, -2], atol=1e-3)  # the steps do move the state
+
+
+def test_full_gather_step_gradients_equal_the_dense_contraction() -> None:
+    g = _gen(22)
+    cell = FullBilinear(4, 6, ensemble=2, generator=g)
+    x = _onehot(torch.randint(0, 4, (2, 5, 9), generator=g), 4)
+    w = torch.randn(2, 5, 9, 6, generator=g)
+    fast = torch.autograd.grad((cell(x) * w).sum(), [cell.W, cell.h0])
+    h, outs = cell.initial_state(5), []
+    for t in range(9):
+        h = _dense_full_step(cell, h, x[:, :, t])
+        outs.append(h)
+    old = torch.autograd.grad((torch.stack(outs, 2) * w).sum(), [cell.W, cell.h0])
+    for a, b in zip(fast, old, strict=True):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
+        assert a.abs().max() > 1e-3
+
+
+def test_token_index_only_for_exact_one_hot() -> None:
+    from genlab.nn.bilinear_rnn import _token_index
+
+    x = _onehot(torch.tensor([[[0, 2, 1]]]), 3)
+    assert torch.equal(_token_index(x), torch.tensor([[[0, 2, 1]]]))
+    assert _token_index(0.5 * x) is None
+    assert _token_index(x + 0.1) is None
+    assert _token_index(x.clone().requires_grad_(True)) is None
+
+
+@pytest.mark.parametrize("additive", [False, True])
+def test_skipping_finished_sequences_equals_reading_the_full_loop(additive: bool) -> None:
+    g = _gen(23)
+    cell = FullBilinear(3, 6, ensemble=3, additive=additive, generator=g)
+    assert cell.skip_finished
+    model = StateTrackingRNN(cell, 3, 4, generator=g)
+    tokens = torch.randint(0, 3, (3, 11, 10), generator=g)
+    lengths = torch.randint(1, 11, (3, 11), generator=g)
+    lengths[0, 0], lengths[1, 3] = 10, 1  # the longest and shortest both present
+    skipped = model(tokens, lengths)
+    h = model.states(tokens)
+    read = model.logits_from_states(h.gather(2, (lengths - 1)[..., None, None].expand(-1, -1, 1, 6)).squeeze(2))
+    assert torch.allclose(skipped, read, atol=1e-5)
+    # gradients too
+    w = torch.randn(3, 11, 4, generator=g)
+    ps = list(model.parameters())
+    ga = torch.autograd.grad((model(tokens, lengths) * w).sum(), ps)
+    gb = torch.autograd.grad((model.logits_from_states(
+        model.states(tokens).gather(2, (lengths - 1)[..., None, None].expand(-1, -1, 1, 6)).squeeze(2)) * w).sum(), ps)
+    for a, b in zip(ga, gb, strict=True):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
+    # shared lengths (B,) broadcast over members; out-of-range lengths raise
+    assert torch.allclose(model(tokens, lengths[0]), model(tokens, lengths[0].expand(3, 11)))
+    with pytest.raises(ValueError, match="lengths must lie"):
+        model(tokens, torch.full((11,), 11))

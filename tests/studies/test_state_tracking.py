@@ -212,6 +212,12 @@ def test_quick_jobs_sweep_every_cp_rank_on_every_rank_task_once() -> None:
     assert {s.label_smoothing for s in specs} == {0.1}
     assert {s.hidden for s in specs if s.model in ("full", "full+add")} == {64}  # full_hidden
     assert {s.hidden for s in specs if s.model not in ("full", "full+add")} == {32}
+    assert {s.steps for s in specs if s.model in ("full", "full+add")} == {3000}  # full_steps (fixed 2026-12-05)
+    assert {s.steps for s in specs if s.model not in ("full", "full+add")} == {1500}
+    assert {s.steps for s in StateTracking().jobs(StateTracking.config("smoke"), ctx)} == {6}  # full_steps None
+    assert StateTracking.config("full").full_steps is None
+    with pytest.raises(Exception, match="full_steps"):
+        StateTracking.config("quick", {"full_steps": 0})
     assert StateTracking.config("full").label_smoothing == 0.0  # the paper's plain cross-entropy
     with pytest.raises(Exception, match="label_smoothing"):
         StateTracking.config("quick", {"label_smoothing": 1.0})
