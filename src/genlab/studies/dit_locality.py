@@ -1,8 +1,8 @@
 """Study "dit-locality": local attention as the inductive bias behind DiT generalisation
 (An, Wang, Guo, Luo, Schwing; arXiv 2410.21273).
 
-A small pixel-space DiT (patch embedding, adaLN-Zero blocks, sin-cos or learned positions) is trained as a flow-
-matching (velocity) denoiser on digit subsets of size n, in four arms with identical parameters and optimiser:
+A small pixel-space DiT (patch embedding, adaLN-Zero blocks, sin-cos or learned positions) is trained as a
+flow-matching (velocity) denoiser on digit subsets of size n, in four arms with identical parameters and optimiser:
 global attention, a k x k window in the early half of the blocks, the same window in the late half, and a control
 with a density-matched random mask in the early half (quick trains global, early and random at the smallest n only,
 so that 12 seeds fit its budget; full trains every arm at every n). Measured: attention mass inside the window per
