@@ -377,9 +377,13 @@ class DiTLocality(Study):
     def figures(self, metrics: Mapping[str, Any], ctx: RunContext) -> list[Path]:
         plt = ctx.pyplot()
 
-        ns, arms, r = metrics["n_values"], metrics["arms"], metrics["results"]
+        r = metrics["results"]
+        trained = ~np.isnan(np.array(r["gap"], dtype=float)).all(0)  # [n][arm]: what this preset trained
+        cols = [j for j in range(trained.shape[0]) if trained[j].any()]
+        arm_idx = [k for k in range(trained.shape[1]) if trained[:, k].any()]
+        ns, arms = [metrics["n_values"][j] for j in cols], [metrics["arms"][k] for k in arm_idx]
         fig, ax = plt.subplots(1, 4, figsize=(17, 3.8))
-        att = np.array(r["attention_in_window"], dtype=float)[:, :, 0]  # global arm: [seed][n][layer]
+        att = np.array(r["attention_in_window"], dtype=float)[:, cols, 0]  # global arm: [seed][n][layer]
         for j, n in enumerate(ns):
             for s in range(att.shape[0]):
                 ax[0].plot(range(att.shape[2]), att[s, j], "-o", color=f"C{j}", alpha=0.6,
@@ -391,7 +395,7 @@ class DiTLocality(Study):
         x = np.arange(len(ns))
         for key, a_, title in (("gap", ax[1], "PSNR gap train − held-out (dB)"), ("copy", ax[2], "copy fraction"),
                                ("psnr_train", ax[3], "train PSNR (dB)")):
-            v = np.array(r[key], dtype=float)  # [seed][n][arm]; NaN: arm not trained at that n
+            v = np.array(r[key], dtype=float)[:, cols][:, :, arm_idx]  # [seed][n][arm]; NaN: not trained there
             for k, arm in enumerate(arms):
                 w = 0.8 / len(arms)
                 a_.bar(x + (k - (len(arms) - 1) / 2) * w, v[:, :, k].mean(0), w, yerr=v[:, :, k].std(0), capsize=2,
@@ -406,8 +410,8 @@ class DiTLocality(Study):
             fig, "dit-locality", dpi=90,
             caption=(
                 "Attention mass inside the window per layer vs n (global DiT), and the train − held-out PSNR gap, "
-                "copy fraction and train PSNR of each arm (global, early window, late window, density-matched random "
-                "mask) at each n; bars are seed means ± std"
+                "copy fraction and train PSNR of each arm trained (of global, early window, late window, "
+                "density-matched random mask) at each n trained; bars are seed means ± std"
             ),
         )
         return [path]
