@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from genlab.nn.dit import random_mask_like, window_mask
-from genlab.studies.dit_locality import DiTLocality
+from genlab.studies.dit_locality import ARMS, DiTLocality
 
 # arms: global, early, late, random
 
@@ -100,9 +100,31 @@ def test_benefit_shrinks_cannot_pass_when_every_arm_generalises_at_large_n():
 
 
 def test_bad_configs_are_rejected():
-    for bad in ({"seeds": "0"}, {"window": "0"}, {"n_values": "10"}, {"large_n_arms": "early"}):
+    for bad in ({"seeds": "0"}, {"window": "0"}, {"n_values": "10"}, {"large_n_arms": "early"},
+                {"small_n_arms": "global,random"}, {"small_n_arms": "global,early,wide"}):
         with pytest.raises(ValueError):
             DiTLocality.config("quick", bad)
+
+
+def test_quick_arms_leave_late_and_large_n_untested():
+    """Quick trains global, early and random at the smallest n and nothing at the larger n (12 seeds fit its CPU
+    budget): claims 3, 5 and 6 then have nothing to test (no test, so they stay out of Holm's family) while the
+    premise, the central claim and the random-mask control are decided as before."""
+    cfg = DiTLocality.config("quick")
+    assert cfg.seeds == 12 and cfg.small_n_arms == ("global", "early", "random") and cfg.large_n_arms == ()
+    assert DiTLocality.config("full").small_n_arms == DiTLocality.config("full").large_n_arms == ARMS
+    m = _metrics(seeds=12)
+    for seed in m["results"]["gap"]:
+        seed[0][2] = float("nan")  # late arm not trained
+        seed[1] = [float("nan")] * 4  # nothing trained at n = 100
+    for seed in m["results"]["attention_in_window"]:
+        seed[1] = [[float("nan")] * 4] * 4
+    ev = DiTLocality.verdicts(m, cfg)
+    assert [v.verdict for v in ev] == ["reproduced", "reproduced", "inconclusive", "reproduced", "inconclusive",
+                                       "inconclusive"]  # fmt: skip
+    for i in (2, 4, 5):
+        assert ev[i].test is None and "nothing to test" in ev[i].note
+    assert ev[1].test.n == 12 and ev[1].test.p_holm is not None
 
 
 def test_seed_disagreement_is_inconclusive():
@@ -134,7 +156,8 @@ def test_one_ensemble_pairs_arms_within_a_seed_and_separates_seeds():
     from genlab.studies.dit_locality import Job, _run_all
 
     cfg = DiTLocality.config("smoke", {"seeds": "3", "steps": "2", "lr": "0", "dim": "8", "eval_images": "8",
-                                       "n_samples": "8", "euler_steps": "2"})  # fmt: skip
+                                       "n_samples": "8", "euler_steps": "2", "small_n_arms": ",".join(ARMS),
+                                       "large_n_arms": "global"})  # fmt: skip
     n_values = [5, 20]
     job = Job(cfg, n_values, 0, {(s, n): 10 * s + n for s in range(3) for n in n_values},
               {k: i for i, k in enumerate(("init", "train", "psnr", "x0", "attn", "mask"))})  # fmt: skip
@@ -145,3 +168,10 @@ def test_one_ensemble_pairs_arms_within_a_seed_and_separates_seeds():
     np.testing.assert_allclose(gap, tr - te)
     np.testing.assert_allclose(gap[:, 0, 1:], np.repeat(gap[:, 0, :1], 3, axis=1), atol=1e-5)
     assert len(set(np.round(gap[:, 0, 0], 6))) == 3  # three seeds, three different subsets and noise draws
+    quick_arms = DiTLocality.config("smoke", {"seeds": "2", "steps": "1", "dim": "8", "eval_images": "4",
+                                              "n_samples": "4", "euler_steps": "1"})  # fmt: skip
+    r = _run_all(Job(quick_arms, n_values, 0, {(s, n): s + n for s in range(2) for n in n_values},
+                     {k: i for i, k in enumerate(("init", "train", "psnr", "x0", "attn", "mask"))}))  # fmt: skip
+    gap = np.array(r["gap"], dtype=float)  # the default arms: global, early, random at n = 5 only
+    assert r["members"] == 2 * 3 and np.isnan(gap[:, 0, 2]).all() and np.isnan(gap[:, 1]).all()
+    assert not np.isnan(gap[:, 0, [0, 1, 3]]).any()
