@@ -15,7 +15,7 @@ PSNR within ``psnr_match_db`` (under-trained models say nothing — see docs/stu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -144,7 +144,7 @@ class Job:
     device: str = "cpu"
 
 
-def _run_all(job: Job) -> dict[str, Any]:
+def _run_all(job: Job, progress: Callable[[range], Iterable[int]] = iter) -> dict[str, Any]:
     """Every (seed, n, arm) DiT trained side by side as one ensemble (a member dimension in every weight, batched
     matmuls; members never interact), then PSNR, samples, attention. Seeds differ in initial weights, training
     subsets, batch draws and evaluation noise; the arms of one (seed, n) share all of these but the mask."""
@@ -194,7 +194,8 @@ def _run_all(job: Job) -> dict[str, Any]:
 
     # fused Adam: the same update up to float rounding, ~8 % less CPU per step at 36 members (measured 2026-12-05)
     train_flow_ensemble(model, members, cfg.steps, gen("train"), batch=cfg.batch, lr=cfg.lr,
-                        log_every=max(cfg.steps // 20, 1), on_log=log, fused=True)  # fmt: skip
+                        log_every=max(cfg.steps // 20, 1), on_log=log, fused=True,
+                        progress=progress)  # fmt: skip
 
     # -- denoising PSNR, train vs held-out, the same noise draws for both sets and every arm of a seed ----------
     k = cfg.eval_images
@@ -359,7 +360,7 @@ class DiTLocality(Study):
         ctx.log(f"training {per_seed_members * cfg.seeds} DiTs side by side as one ensemble ({cfg.seeds} seeds), "
                 f"{cfg.steps} steps")  # fmt: skip
         with ctx.timer("training"):
-            res = _run_all(job)
+            res = _run_all(job, lambda steps: ctx.progress(steps, desc="training steps"))
         for step, losses in res.pop("losses"):
             ctx.record(step=step, **losses)
         results = {k: res[k] for k in res if k not in ("samples", "shape", "grid", "members")}
