@@ -56,9 +56,11 @@ class StackedCorrHead(nn.Module):
     (and unstacked back into) plain heads, so each keeps its own initialisation; the forward is the plain one per
     model. ``feats`` (M, B, H, W, D) -> unit-norm descriptors (M, B, H, W, out_dim)."""
 
-    def __init__(self, heads: list[CorrHead]) -> None:
+    def __init__(self, heads: list[CorrHead], conv_dtype: torch.dtype | None = None) -> None:
         super().__init__()
         first = heads[0]
+        self.conv_dtype = conv_dtype  # e.g. torch.bfloat16: the 3x3 convolutions in that precision (weights and
+        # gradients stay float32); None = the input's dtype
         self.coords, self.models = first.coords, len(heads)
         self.dilations = tuple(conv.dilation[0] for conv in first.blocks)
         self.in_dim = first.inp.in_channels - 2 * first.coords
@@ -86,9 +88,10 @@ class StackedCorrHead(nn.Module):
             z = z + torch.einsum("hwc,moc->hwmo", torch.stack([xs, ys], dim=-1), w_in[..., d:])
         z = F.relu(z + self.inp_b).reshape(b, h, w, m * self.width)
         for i, dil in enumerate(self.dilations):
-            conv = F.conv2d(z.permute(0, 3, 1, 2), self.block_w[i].flatten(0, 1), self.block_b[i].flatten(),
-                            padding=dil, dilation=dil, groups=m)
-            z = z + F.relu(conv.permute(0, 2, 3, 1))
+            dt = self.conv_dtype or z.dtype
+            conv = F.conv2d(z.permute(0, 3, 1, 2).to(dt), self.block_w[i].flatten(0, 1).to(dt),
+                            self.block_b[i].flatten().to(dt), padding=dil, dilation=dil, groups=m)
+            z = z + F.relu(conv.permute(0, 2, 3, 1).to(z.dtype))
             if i == 0:  # the pooled context vector, per model
                 pooled = z.mean(dim=(1, 2)).view(b, m, self.width)
                 ctx = torch.einsum("bmi,moi->bmo", pooled, self.ctx_w) + self.ctx_b

@@ -70,6 +70,7 @@ class TrainSettings:
     w_feat: float = 0.3
     w_geo: float = 1.0
     proto_lr_mult: float = 10.0
+    conv_bf16: bool = False  # the heads' 3x3 convolutions in bfloat16 (weights, gradients, Adam stay float32)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -242,7 +243,7 @@ class _Trainer:
         self.cat = torch.stack([torch.as_tensor(d.category) for d in first]).to(device)
         self.kp = torch.stack([m.kp for m in members]).to(device)
         self.kp_pix = torch.stack([m.kp_pix for m in members]).to(device)
-        self.head = StackedCorrHead([m.head for m in members]).to(device)
+        self.head = StackedCorrHead([m.head for m in members], torch.bfloat16 if ts.conv_bf16 else None).to(device)
         groups = [{"params": list(self.head.parameters()), "lr": ts.lr}]
         self.in3d = [i for i, m in enumerate(members) if m.arm == "3d"]
         if self.in3d:
@@ -592,6 +593,7 @@ class SpairUKeypoints(Study):
         w_feat: float = 0.3
         w_geo: float = 1.0
         proto_lr_mult: float = 10.0
+        conv_bf16: bool = True  # the heads' 3x3 convolutions in bfloat16 (mixed precision; see the docs page)
         seeds: int = 3
         swap_control: bool = True  # also train the supervised head on the unseen slots (the control)
         seen_gain_min: float = 0.05
