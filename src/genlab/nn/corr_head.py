@@ -3,7 +3,11 @@ aggregation network that *Jamais Vu* trains): a 1x1 input projection, residual b
 that add image context (plus one globally pooled context vector), and a 1x1 read-out to unit-norm descriptors. Two
 coordinate channels (CoordConv) stand in for the positional information a ViT's patch features carry. Plus the
 supervised keypoint loss of GeoAware-SC: a symmetric InfoNCE ("CLIP") loss between the two images' keypoint
-features.
+features, and a dense keypoint-to-image InfoNCE.
+
+:class:`StackedCorrHead` runs M independent heads as one module (a leading model dimension in every weight, grouped
+convolutions), and the losses take an optional leading model dimension and return one loss per model, so several
+heads (seeds, arms) train side by side at the cost of one call per layer.
 """
 
 from __future__ import annotations

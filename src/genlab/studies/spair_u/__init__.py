@@ -17,6 +17,10 @@ Model selection (the checkpoint kept) uses PCK on *seen* keypoints of validation
 never enter a loss or the selection (the training code only ever gathers the seen slots; a test perturbs the
 unseen annotations and checks that training is bit-identical). Metric: PCK@alpha on test pairs of held-out
 instances, per category and for mirrored (opposite flanks) vs same-side pairs.
+
+All trained heads of a run (every seed's supervised, 3D and swap-control heads) train side by side as one stacked
+model (:class:`genlab.nn.corr_head.StackedCorrHead`, one stacked prototype): each keeps its own initialisation,
+batch order, loss, Adam state and best checkpoint (a test checks the stack against heads trained one by one).
 """
 
 from __future__ import annotations
