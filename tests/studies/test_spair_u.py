@@ -218,3 +218,32 @@ def test_stacked_head_is_the_plain_heads_and_bf16_convolutions_stay_close():
         assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
     low = StackedCorrHead(heads, torch.bfloat16)(x)
     assert low.dtype == torch.float32 and 0 < (low - ref).detach().abs().max().item() < 0.05
+
+
+def test_real_feature_directory_runs_all_seeds_on_one_set_and_splits_stacks_by_slot_count(tiny_data, tmp_path,
+                                                                                           monkeypatch):
+    """With ``data_dir`` every seed reads the one stored set (raw-feature PCK identical across seeds, trained heads
+    not); an unseen set with fewer slots than the seen one gives the swap control its own stack."""
+    from dataclasses import replace
+
+    from genlab.data.correspondence import save_correspondence_dir
+    from genlab.studies import spair_u
+    from genlab.studies.spair_u import run_seeds
+
+    train = spair_u.train_heads
+
+    unseen = tiny_data.unseen.copy()
+    for c in range(len(unseen)):  # one unseen slot fewer in every category: the swapped heads train on 7, not 8
+        unseen[c, np.flatnonzero(unseen[c])[0]] = False
+    root = save_correspondence_dir(replace(tiny_data, unseen=unseen), tmp_path / "real")
+    cfg = asdict(SpairUKeypoints.config("smoke", {**TINY, "data_dir": str(root), "steps": 2, "eval_every": 2}))
+    stacks = []
+    monkeypatch.setattr(spair_u, "train_heads", lambda tasks, *a: stacks.append(len(tasks)) or train(tasks, *a))
+    out = run_seeds(cfg, [3, 4])
+    assert sorted(stacks) == [2, 4]  # 2 seeds x (supervised, 3d) on 8 slots; the 2 swapped heads on 7
+    assert out[0]["arms"]["raw"] == out[1]["arms"]["raw"]
+    assert "mirror_invariance_max_abs" not in out[0]
+    for one in out:
+        assert set(one["arms"]) == {"raw", "supervised", "3d", "swapped"}
+        assert 0.0 <= one["arms"]["swapped"]["unseen"]["all"] <= 1.0
+    assert out[0]["arms"]["3d"] != out[1]["arms"]["3d"] or out[0]["train"]["3d"] != out[1]["train"]["3d"]

@@ -393,7 +393,9 @@ def run_seeds(cfg: dict[str, Any], seeds: list[int], device: str = "cpu") -> lis
 
     torch.set_num_threads(1)
     ts = _settings(cfg)
-    built = [build_data(cfg, seed) for seed in seeds]
+    # real features (data_dir) are one set for every seed: load them once
+    built = [build_data(cfg, seed) for seed in (seeds[:1] if cfg["data_dir"] else seeds)] * (
+        len(seeds) if cfg["data_dir"] else 1)
     tasks, where = [], []  # where: (seed index, arm name in the outputs)
     for i, ((data, _), seed) in enumerate(zip(built, seeds, strict=True)):
         for arm in TRAINED:
@@ -402,9 +404,17 @@ def run_seeds(cfg: dict[str, Any], seeds: list[int], device: str = "cpu") -> lis
         if cfg["swap_control"]:  # the supervised head trained (and selected) on the *unseen* slots
             tasks.append((replace(data, seen=data.unseen, unseen=data.seen), "supervised", seed + 1))
             where.append((i, SWAPPED))
-    head, logs = train_heads(tasks, ts, device)
-    desc, rows = describe(head, [torch.as_tensor(d.feats) for d, _, _ in tasks],
-                          [np.unique(d.pairs["test"]) for d, _, _ in tasks], device)
+    # one stack per number of training slots (real data may have more unseen than seen keypoints)
+    logs: list[Any] = [None] * len(tasks)
+    desc: list[Any] = [None] * len(tasks)
+    rows: list[Any] = [None] * len(tasks)
+    for width in sorted({seen_slots(d)[0].shape[1] for d, _, _ in tasks}):
+        group = [k for k, (d, _, _) in enumerate(tasks) if seen_slots(d)[0].shape[1] == width]
+        head, group_logs = train_heads([tasks[k] for k in group], ts, device)
+        group_desc, group_rows = describe(head, [torch.as_tensor(tasks[k][0].feats) for k in group],
+                                          [np.unique(tasks[k][0].pairs["test"]) for k in group], device)
+        for j, k in enumerate(group):
+            logs[k], desc[k], rows[k] = group_logs[j], group_desc[j], group_rows[j]
     out: list[dict[str, Any]] = []
     for (data, backbone), seed in zip(built, seeds, strict=True):
         raw = torch.as_tensor(data.feats)
