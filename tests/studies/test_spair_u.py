@@ -130,3 +130,120 @@ def test_swapped_arm_trains_on_the_unseen_slots(tiny_data):
     unseen = {(name, int(k)) for c, name in enumerate(tiny_data.categories)
               for k in np.flatnonzero(tiny_data.unseen[c])}
     assert read == unseen
+
+
+def _plain_loss(member, head, proto, images, ts):
+    """The per-model loss computed the plain way: one :class:`CorrHead` (``nn.Conv2d``), no model dimension."""
+    from genlab.nn.corr_head import keypoint_clip_loss, keypoint_dense_loss
+
+    data = member.data
+    n, h, w, _ = data.feats.shape
+    desc = head(torch.as_tensor(data.feats)[images]).reshape(len(images), h * w, -1)
+    pix = member.kp_pix[images]
+    kp_feat = torch.gather(desc, 1, pix.unsqueeze(-1).expand(-1, -1, desc.shape[-1]))
+    vis = member.kp[images, :, 2] > 0
+    mask = torch.as_tensor(data.mask.reshape(n, -1))[images]
+    p = len(images) // 2
+    f, pp, vv = kp_feat.view(p, 2, *kp_feat.shape[1:]), pix.view(p, 2, -1), vis.view(p, 2, -1)
+    dd, mm = desc.view(p, 2, h * w, -1), mask.view(p, 2, -1)
+    both = vv[:, 0] & vv[:, 1]
+    loss = ts.w_clip * keypoint_clip_loss(f[:, 0], f[:, 1], both, head.logit_scale)
+    loss = loss + ts.w_dense * 0.5 * (keypoint_dense_loss(f[:, 0], dd[:, 1], pp[:, 1], both, mm[:, 1], head.logit_scale)
+                                      + keypoint_dense_loss(f[:, 1], dd[:, 0], pp[:, 0], both, mm[:, 0],
+                                                            head.logit_scale))
+    if proto is not None:
+        cat = torch.as_tensor(data.category)[images]
+        points = torch.as_tensor(data.points.reshape(n, -1, 3))[images]
+        kp3d = torch.gather(points, 1, pix.unsqueeze(-1).expand(-1, -1, 3))
+        obj = torch.gather(desc, 1, member.sample[images].unsqueeze(-1).expand(-1, -1, desc.shape[-1]))
+        geo = proto.geometry_loss(obj, member.sample_xyz[images], member.nbr[images], cat, ts.neighbours)
+        feat = proto.feature_loss(kp_feat, vis, cat)
+        loss = loss + ts.w_loc * proto.location_loss(kp3d, vis, cat) + ts.w_feat * feat + ts.w_geo * geo
+    return loss
+
+
+def test_stacked_training_matches_separately_trained_plain_models(tiny_data):
+    """Five models (two seeds' data; supervised, 3D and swapped arms) trained as one stack for 4 steps end with the
+    parameters of the same five models trained one by one as plain heads (own init, batches and Adam), and every
+    step's per-model losses agree; so stacking changes the cost, not the models."""
+    from dataclasses import replace
+
+    from genlab.studies.spair_u import _Member, _Trainer
+
+    cfg = asdict(SpairUKeypoints.config("smoke", TINY))
+    other, _ = build_data(cfg, seed=6)
+    swapped = replace(tiny_data, seen=tiny_data.unseen, unseen=tiny_data.seen)
+    tasks = [(tiny_data, "supervised", 1), (tiny_data, "3d", 1), (swapped, "supervised", 1), (other, "supervised", 7),
+             (other, "3d", 7)]
+    ts, steps = replace(TS, lr=1e-2), 4
+    trainer = _Trainer([_Member(d, arm, ts, seed) for d, arm, seed in tasks], ts, "cpu")
+    plain = [_Member(d, arm, ts, seed) for d, arm, seed in tasks]
+    opts = []
+    for m in plain:
+        groups = [{"params": list(m.head.parameters()), "lr": ts.lr}]
+        if m.arm == "3d":
+            groups.append({"params": list(m.proto.parameters()), "lr": ts.lr * ts.proto_lr_mult})
+        opts.append(torch.optim.Adam(groups))
+    for _ in range(steps):
+        images = torch.stack([m.draw(ts.batch) for m in trainer.members])
+        stacked = trainer.loss(images)
+        trainer.opt.zero_grad()
+        stacked.sum().backward()
+        trainer.opt.step()
+        for k, (m, opt) in enumerate(zip(plain, opts, strict=True)):
+            loss = _plain_loss(m, m.head, m.proto if m.arm == "3d" else None, m.draw(ts.batch), ts)
+            assert loss.item() == pytest.approx(stacked[k].item(), rel=1e-4, abs=1e-5)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    for k, (trained, m) in enumerate(zip(trainer.head.unstack(), plain, strict=True)):
+        for (name, a), b in zip(trained.state_dict().items(), m.head.state_dict().values(), strict=True):
+            assert torch.allclose(a, b, atol=2e-5), (k, name, float((a - b).abs().max()))
+        start = _Member(*tasks[k][:2], ts, tasks[k][2]).head.state_dict().values()
+        moved = max(float((a - b).abs().max()) for a, b in zip(trained.state_dict().values(), start, strict=True))
+        assert moved > 1e-3  # training moved the weights, so the agreement is not the trivial one
+    protos = [m.proto for m in plain if m.arm == "3d"]
+    for name in ("kps", "feats", "log_temp"):
+        assert torch.allclose(getattr(trainer.proto, name), torch.stack([getattr(p, name) for p in protos]), atol=2e-5)
+
+
+def test_stacked_head_is_the_plain_heads_and_bf16_convolutions_stay_close():
+    from genlab.nn.corr_head import CorrHead, StackedCorrHead
+
+    heads = [CorrHead(5, 4, 6, (1, 2), generator=torch.Generator().manual_seed(s)) for s in range(3)]
+    x = torch.randn(3, 2, 9, 7, 5, generator=torch.Generator().manual_seed(0))
+    ref = torch.stack([h(x[k]) for k, h in enumerate(heads)])
+    assert torch.allclose(StackedCorrHead(heads)(x), ref, atol=1e-6)
+    for a, b in zip(StackedCorrHead(heads).unstack(), heads, strict=True):
+        assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+    low = StackedCorrHead(heads, torch.bfloat16)(x)
+    assert low.dtype == torch.float32 and 0 < (low - ref).detach().abs().max().item() < 0.05
+
+
+def test_real_feature_directory_runs_all_seeds_on_one_set_and_splits_stacks_by_slot_count(tiny_data, tmp_path,
+                                                                                           monkeypatch):
+    """With ``data_dir`` every seed reads the one stored set (raw-feature PCK identical across seeds, trained heads
+    not); an unseen set with fewer slots than the seen one gives the swap control its own stack."""
+    from dataclasses import replace
+
+    from genlab.data.correspondence import save_correspondence_dir
+    from genlab.studies import spair_u
+    from genlab.studies.spair_u import run_seeds
+
+    train = spair_u.train_heads
+
+    unseen = tiny_data.unseen.copy()
+    for c in range(len(unseen)):  # one unseen slot fewer in every category: the swapped heads train on 7, not 8
+        unseen[c, np.flatnonzero(unseen[c])[0]] = False
+    root = save_correspondence_dir(replace(tiny_data, unseen=unseen), tmp_path / "real")
+    cfg = asdict(SpairUKeypoints.config("smoke", {**TINY, "data_dir": str(root), "steps": 2, "eval_every": 2}))
+    stacks = []
+    monkeypatch.setattr(spair_u, "train_heads", lambda tasks, *a: stacks.append(len(tasks)) or train(tasks, *a))
+    out = run_seeds(cfg, [3, 4])
+    assert sorted(stacks) == [2, 4]  # 2 seeds x (supervised, 3d) on 8 slots; the 2 swapped heads on 7
+    assert out[0]["arms"]["raw"] == out[1]["arms"]["raw"]
+    assert "mirror_invariance_max_abs" not in out[0]
+    for one in out:
+        assert set(one["arms"]) == {"raw", "supervised", "3d", "swapped"}
+        assert 0.0 <= one["arms"]["swapped"]["unseen"]["all"] <= 1.0
+    assert out[0]["arms"]["3d"] != out[1]["arms"]["3d"] or out[0]["train"]["3d"] != out[1]["train"]["3d"]

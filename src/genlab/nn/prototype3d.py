@@ -69,26 +69,44 @@ def _smooth_dist(a: torch.Tensor, b: torch.Tensor, beta: float = 1e-3) -> torch.
     return F.smooth_l1_loss(dist, torch.zeros_like(dist), beta=beta, reduction="none")
 
 
+def _sane(keep: torch.Tensor, s: torch.Tensor, rot: torch.Tensor, t: torch.Tensor
+          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The similarity (s, R, t) where ``keep`` (and finite), else the identity."""
+    keep = keep & torch.isfinite(s) & torch.isfinite(rot).all((-1, -2)) & torch.isfinite(t).all(-1)
+    eye = torch.eye(3, dtype=rot.dtype, device=rot.device)
+    return (torch.where(keep, s, torch.ones_like(s)), torch.where(keep[..., None, None], rot, eye),
+            torch.where(keep[..., None], t, torch.zeros_like(t)))
+
+
 def _aligned_offsets_loss(free: torch.Tensor, fixed: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """Neighbourhood offsets (M, k, 3): align ``fixed`` onto ``free`` by a similarity (no gradient, scale >= 1),
-    normalise both by the larger neighbourhood radius, smooth-L1 of their distance (mean). Gradients flow
-    into ``free`` (and into ``fixed`` through the fixed transform, where it has any)."""
+    """Neighbourhood offsets (..., B, N, k, 3): align ``fixed`` onto ``free`` by a similarity (no gradient,
+    scale >= 1), normalise both by the larger neighbourhood radius, smooth-L1 of their distance, mean over
+    (B, N, k) (one loss per leading index). Gradients flow into ``free`` (and into ``fixed`` through the fixed
+    transform, where it has any)."""
     with torch.no_grad():
-        s, rot, t = kabsch(fixed, free, min_scale=1.0)
-        bad = ~(torch.isfinite(s) & torch.isfinite(rot).all((-1, -2)) & torch.isfinite(t).all(-1))
-        s, t = torch.where(bad, torch.ones_like(s), s), torch.where(bad[:, None], torch.zeros_like(t), t)
-        rot = torch.where(bad[:, None, None], torch.eye(3, dtype=rot.dtype, device=rot.device), rot)
+        s, rot, t = _sane(torch.ones(free.shape[:-2], dtype=torch.bool, device=free.device),
+                          *kabsch(fixed, free, min_scale=1.0))
     aligned = apply_similarity(s, rot, t, fixed)
     radius = torch.maximum(torch.linalg.vector_norm(free, dim=-1).amax(-1),
-                           torch.linalg.vector_norm(aligned, dim=-1).amax(-1)).detach()[:, None, None] + eps
-    return _smooth_dist(free / radius, aligned / radius).mean()
+                           torch.linalg.vector_norm(aligned, dim=-1).amax(-1)).detach()[..., None, None] + eps
+    return _smooth_dist(free / radius, aligned / radius).flatten(-3).mean(-1)
 
 
 def _offsets(x: torch.Tensor, nbr: torch.Tensor) -> torch.Tensor:
-    """x (B, N, 3), nbr (B, N, k) -> offsets x[nbr] - x, (B*N, k, 3)."""
-    b, n, k = nbr.shape
-    gathered = torch.gather(x.unsqueeze(1).expand(b, n, n, 3), 2, nbr.unsqueeze(-1).expand(b, n, k, 3))
-    return (gathered - x.unsqueeze(2)).reshape(b * n, k, 3)
+    """x (..., N, 3), nbr (..., N, k) -> offsets x[nbr] - x, (..., N, k, 3)."""
+    n, k = nbr.shape[-2], nbr.shape[-1]
+    gathered = torch.gather(x.unsqueeze(-3).expand(*x.shape[:-2], n, n, 3), -2,
+                            nbr.unsqueeze(-1).expand(*nbr.shape[:-1], k, 3))
+    return gathered - x.unsqueeze(-2)
+
+
+def _per_category(param: torch.Tensor, cat: torch.Tensor, ndim: int) -> torch.Tensor:
+    """``param[cat]`` for a plain prototype tensor (C, ...) of ``ndim`` dims and cat (B,); for stacked models
+    (M, C, ...) and cat (M, B), each model's own rows."""
+    if param.dim() == ndim:
+        return param[cat]
+    model = torch.arange(param.shape[0], device=cat.device).view(-1, *([1] * (cat.dim() - 1)))
+    return param[model, cat]
 
 
 def geodesic_neighbours(points: torch.Tensor, k: int) -> torch.Tensor:
@@ -111,7 +129,11 @@ def geodesic_neighbours(points: torch.Tensor, k: int) -> torch.Tensor:
 
 
 class CategoryPrototype(nn.Module):
-    """Per-category learnable 3D keypoints (C, K, 3), keypoint features (C, K, dim) and a temperature."""
+    """Per-category learnable 3D keypoints (C, K, 3), keypoint features (C, K, dim) and a temperature.
+
+    :meth:`stack` joins M prototypes into one whose parameters have a leading model dimension ((M, C, K, 3),
+    (M, C, K, dim), (M,)); every loss then takes inputs with a leading M (``cat`` (M, B)) and returns M losses,
+    model m's loss computed only from model m's inputs and parameters."""
 
     def __init__(self, n_categories: int, n_keypoints: int, dim: int, generator: torch.Generator | None = None
                  ) -> None:
@@ -120,40 +142,49 @@ class CategoryPrototype(nn.Module):
         self.feats = nn.Parameter(torch.randn(n_categories, n_keypoints, dim, generator=generator) / math.sqrt(dim))
         self.log_temp = nn.Parameter(torch.zeros(()))
 
+    @classmethod
+    def stack(cls, protos: list[CategoryPrototype]) -> CategoryPrototype:
+        """M prototypes of one shape as one stacked prototype (copies of their parameters)."""
+        out = cls.__new__(cls)
+        nn.Module.__init__(out)
+        for name in ("kps", "feats", "log_temp"):
+            setattr(out, name, nn.Parameter(torch.stack([getattr(p, name).detach() for p in protos]).clone()))
+        return out
+
     def logits(self, feats: torch.Tensor, cat: torch.Tensor) -> torch.Tensor:
         """Cosine similarity of features (B, n, dim) to their category's prototype features, x exp(temp): (B, n, K)."""
-        proto = F.normalize(self.feats[cat], dim=-1)
-        return F.normalize(feats, dim=-1) @ proto.transpose(-1, -2) * self.log_temp.exp()
+        proto = F.normalize(_per_category(self.feats, cat, 3), dim=-1)
+        return F.normalize(feats, dim=-1) @ proto.transpose(-1, -2) * self.log_temp.exp()[..., None, None, None]
 
     def location_loss(self, kp3d: torch.Tensor, visible: torch.Tensor, cat: torch.Tensor) -> torch.Tensor:
         """Lifted keypoints kp3d (B, K, 3) with visibility (B, K): align each image's visible keypoints to the
-        prototype (no gradient, scale >= 1), then smooth-L1 to the prototype, normalised by the larger extent."""
-        proto = self.kps[cat]
+        prototype (no gradient, scale >= 1), then smooth-L1 to the prototype, normalised by the larger extent.
+        Images with fewer than 3 visible keypoints (no similarity) do not count; 0 when none has 3."""
+        proto = _per_category(self.kps, cat, 3)
         w = visible.to(kp3d.dtype)
-        ok = w.sum(-1) >= 3  # a similarity needs >= 3 points
-        if not ok.any():
-            return proto.sum() * 0.0
-        kp3d, proto, w = kp3d[ok], proto[ok], w[ok]
+        ok = w.sum(-1) >= 3
         with torch.no_grad():
-            s, rot, t = kabsch(kp3d, proto.detach(), w, min_scale=1.0)
+            s, rot, t = _sane(ok, *kabsch(kp3d, proto.detach(), w, min_scale=1.0))
         aligned = apply_similarity(s, rot, t, kp3d)
         extent = torch.maximum(torch.linalg.vector_norm(proto * w[..., None], dim=-1).amax(-1),
                                torch.linalg.vector_norm(aligned * w[..., None], dim=-1).amax(-1)).detach() + 1e-5
-        d = _smooth_dist(aligned / extent[:, None, None], proto / extent[:, None, None])
-        return (d * w).sum() / w.sum()
+        d = _smooth_dist(aligned / extent[..., None, None], proto / extent[..., None, None])
+        w = w * ok[..., None]
+        return (d * w).sum((-1, -2)) / w.sum((-1, -2)).clamp(min=1.0)
 
     def feature_loss(self, kp_feats: torch.Tensor, visible: torch.Tensor, cat: torch.Tensor) -> torch.Tensor:
         """Cross-entropy classifying each visible keypoint feature (B, K, dim) to its own prototype slot."""
         logits = self.logits(kp_feats, cat)  # (B, K, K)
-        target = torch.arange(logits.shape[1], device=logits.device).expand(logits.shape[:2])
-        ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), reduction="none")
-        w = visible.reshape(-1).to(ce.dtype)
-        return (ce * w).sum() / w.sum().clamp(min=1.0)
+        k = logits.shape[-1]
+        target = torch.arange(k, device=logits.device).expand(visible.shape).reshape(-1)
+        ce = F.cross_entropy(logits.reshape(-1, k), target, reduction="none").view(visible.shape)
+        w = visible.to(ce.dtype)
+        return (ce * w).sum((-1, -2)) / w.sum((-1, -2)).clamp(min=1.0)
 
     def canonical(self, feats: torch.Tensor, cat: torch.Tensor) -> torch.Tensor:
         """Soft canonical coordinates (B, n, 3) of point features: softmax weights over the prototype
         keypoints times their (detached) 3D positions."""
-        return self.logits(feats, cat).softmax(-1) @ self.kps[cat].detach()
+        return self.logits(feats, cat).softmax(-1) @ _per_category(self.kps, cat, 3).detach()
 
     def geometry_loss(self, feats: torch.Tensor, points: torch.Tensor, geo_nbr: torch.Tensor, cat: torch.Tensor,
                       k: int) -> torch.Tensor:

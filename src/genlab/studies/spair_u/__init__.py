@@ -17,11 +17,14 @@ Model selection (the checkpoint kept) uses PCK on *seen* keypoints of validation
 never enter a loss or the selection (the training code only ever gathers the seen slots; a test perturbs the
 unseen annotations and checks that training is bit-identical). Metric: PCK@alpha on test pairs of held-out
 instances, per category and for mirrored (opposite flanks) vs same-side pairs.
+
+All trained heads of a run (every seed's supervised, 3D and swap-control heads) train side by side as one stacked
+model (:class:`genlab.nn.corr_head.StackedCorrHead`, one stacked prototype): each keeps its own initialisation,
+batch order, loss, Adam state and best checkpoint (a test checks the stack against heads trained one by one).
 """
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -71,6 +74,7 @@ class TrainSettings:
     w_feat: float = 0.3
     w_geo: float = 1.0
     proto_lr_mult: float = 10.0
+    conv_bf16: bool = False  # the heads' 3x3 convolutions in bfloat16 (weights, gradients, Adam stay float32)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -78,25 +82,32 @@ class TrainSettings:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def describe(model: Any, feats: Any, images: np.ndarray, device: str, chunk: int = 128) -> Any:
-    """Descriptors (N, H, W, d) on CPU for ``images`` (rows of other images stay zero); ``model=None`` = raw."""
+def describe(head: Any, feats: Any, images: list[np.ndarray], device: str, chunk: int = 256
+             ) -> tuple[Any, list[np.ndarray]]:
+    """Descriptors of stacked heads (:class:`genlab.nn.corr_head.StackedCorrHead`), model m on ``images[m]`` of
+    its own image features ``feats[m]`` (N, H, W, D): returns (M, L, H, W, d) on CPU (rows padded to the longest
+    list) and per model the (N,) row of each image (-1 for images not described)."""
     import torch
 
-    n, h, w, _ = feats.shape
-    if model is None:
-        return feats
-    out = torch.zeros(n, h, w, model.out.out_channels)
+    m, length = len(images), max(len(i) for i in images)
+    idx = torch.as_tensor(np.stack([np.resize(i, length) for i in images]), dtype=torch.long)
+    rows = []
+    for i in images:
+        r = np.full(feats[0].shape[0], -1, dtype=np.int64)
+        r[i] = np.arange(len(i))
+        rows.append(r)
+    step = max(1, chunk // m)
     with torch.no_grad():
-        for start in range(0, len(images), chunk):
-            idx = torch.as_tensor(images[start : start + chunk], dtype=torch.long)
-            out[idx] = model(feats[idx].to(device)).cpu()
-    return out
+        out = torch.cat([head(torch.stack([feats[k][idx[k, s : s + step]] for k in range(m)]).to(device)).cpu()
+                         for s in range(0, length, step)], dim=1)
+    return out, rows
 
 
 def keypoint_outcomes(desc: Any, data: CorrespondenceSet, split: str, alpha: float,
-                      slots: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                      slots: np.ndarray | None = None, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per pair and keypoint slot of ``split``: (correct, valid), both (P, K) bool. ``valid`` = visible in both
-    images and in ``slots`` ((N, K) bool per image, default every keypoint of the category)."""
+    images and in ``slots`` ((N, K) bool per image, default every keypoint of the category). ``desc`` has one row
+    per image, or per image the row ``rows`` (N,) names."""
     import torch
 
     from genlab.measures.correspondence import bbox_size, pck_correct, transfer_keypoints
@@ -106,7 +117,8 @@ def keypoint_outcomes(desc: Any, data: CorrespondenceSet, split: str, alpha: flo
     kps, mask = torch.as_tensor(data.kps), torch.as_tensor(data.mask)
     allowed = torch.as_tensor(slots if slots is not None else data.keypoint_mask("all"))[src]
     valid = (kps[src, :, 2] > 0) & (kps[trg, :, 2] > 0) & allowed
-    pred = transfer_keypoints(desc[src], desc[trg], kps[src], mask[trg])
+    at = torch.as_tensor(rows) if rows is not None else torch.arange(len(kps))
+    pred = transfer_keypoints(desc[at[src]], desc[at[trg]], kps[src], mask[trg])
     return pck_correct(pred, kps[trg], valid, bbox_size(mask[trg]), alpha).numpy(), valid.numpy()
 
 
@@ -153,146 +165,194 @@ def seen_slots(data: CorrespondenceSet) -> tuple[np.ndarray, np.ndarray]:
     return slots, real
 
 
-@dataclass
-class _Batch:
-    """Tensors of one training step: images (2P,) as [pair0-src, pair0-trg, pair1-src, ...]."""
+class _Member:
+    """One model of a stack: a dataset, its training slots (the ``seen`` ones) and arm, and its own random stream
+    (head and prototype initialisation, object-point samples, batch order), drawn in the order the plain trainer
+    drew them, so a model trained in a stack starts and sees batches exactly as if trained alone."""
 
-    desc: Any  # (2P, HW, d)
-    kp_feat: Any  # (2P, Ks, d)
-    kp_pix: Any  # (2P, Ks)
-    kp_vis: Any  # (2P, Ks)
-    mask: Any  # (2P, HW)
-
-
-class _Trainer:
-    """Trains one head (plus the prototype for the 3D arm) on seen keypoints of the train pairs."""
-
-    def __init__(self, data: CorrespondenceSet, arm: str, ts: TrainSettings, seed: int, device: str) -> None:
+    def __init__(self, data: CorrespondenceSet, arm: str, ts: TrainSettings, seed: int) -> None:
         import torch
 
         from genlab.nn.corr_head import CorrHead
         from genlab.nn.prototype3d import CategoryPrototype
 
-        self.data, self.arm, self.ts, self.device = data, arm, ts, device
+        if arm not in TRAINED:
+            raise ValueError(f"arm must be one of {TRAINED}, got {arm!r}")
+        self.data, self.arm = data, arm
         self.gen = torch.Generator().manual_seed(seed)
         n, h, w, d = data.feats.shape
-        self.hw = h * w
-        self.feats = torch.as_tensor(data.feats)
         slots, real = seen_slots(data)
         self.slots_read = sorted({(name, int(s)) for name, row, ok in zip(data.categories, slots, real)
                                   for s, r in zip(row, ok) if r})
         # the seen keypoints only, gathered once: unseen slots are never copied into anything trained on
-        rows = np.arange(n)[:, None]
-        kp = data.kps[rows, slots[data.category]]
+        kp = data.kps[np.arange(n)[:, None], slots[data.category]]
         kp[..., 2] *= real[data.category]
-        self.kp = torch.as_tensor(kp).to(device)
+        self.kp = torch.as_tensor(kp)
         col = self.kp[..., 0].floor().long().clamp(0, w - 1)
         self.kp_pix = self.kp[..., 1].floor().long().clamp(0, h - 1) * w + col
-        self.mask = torch.as_tensor(data.mask.reshape(n, -1)).to(device)
-        self.points = torch.as_tensor(data.points.reshape(n, -1, 3)).to(device)
-        self.cat = torch.as_tensor(data.category).to(device)
         self.pairs = torch.as_tensor(data.pairs["train"])
-        self.head = CorrHead(d, ts.out_dim, ts.width, ts.dilations, generator=self.gen).to(device)
-        groups = [{"params": list(self.head.parameters()), "lr": ts.lr}]
+        self.head = CorrHead(d, ts.out_dim, ts.width, ts.dilations, generator=self.gen)
         if arm == "3d":
-            self.proto = CategoryPrototype(len(data.categories), slots.shape[1], ts.out_dim, self.gen).to(device)
-            # the prototype starts at ~0 and must travel to object scale: at our ~100x shorter schedule it needs a
-            # larger step to form before training ends (checked on the prototype's own loss curves)
-            groups.append({"params": list(self.proto.parameters()), "lr": ts.lr * ts.proto_lr_mult})
-            self._prepare_object_points()
-        self.opt = torch.optim.Adam(groups)
+            self.proto = CategoryPrototype(len(data.categories), slots.shape[1], ts.out_dim, self.gen)
+            self._object_points(ts)
 
-    def _prepare_object_points(self) -> None:
+    def _object_points(self, ts: TrainSettings) -> None:
         """Farthest-point samples of every training image's object points and their geodesic neighbourhoods
         (fixed: the point maps do not change during training)."""
         import torch
 
         from genlab.nn.prototype3d import farthest_point_sample, geodesic_neighbours
 
+        n_img = len(self.data.category)
+        points = torch.as_tensor(self.data.points.reshape(n_img, -1, 3))
+        mask = torch.as_tensor(self.data.mask.reshape(n_img, -1))
         train = torch.as_tensor(np.unique(self.data.pairs["train"]))
-        n, k = self.ts.object_points, self.ts.neighbours
-        self.sample = torch.zeros(len(self.cat), n, dtype=torch.long, device=self.device)
-        self.sample[train] = farthest_point_sample(self.points[train].cpu(), self.mask[train].cpu(), n,
-                                                   self.gen).to(self.device)
-        self.sample_xyz = torch.gather(self.points, 1, self.sample.unsqueeze(-1).expand(-1, -1, 3))
-        self.nbr = torch.zeros(len(self.cat), n, k, dtype=torch.long, device=self.device)
+        n, k = ts.object_points, ts.neighbours
+        self.sample = torch.zeros(n_img, n, dtype=torch.long)
+        self.sample[train] = farthest_point_sample(points[train], mask[train], n, self.gen)
+        self.sample_xyz = torch.gather(points, 1, self.sample.unsqueeze(-1).expand(-1, -1, 3))
+        self.nbr = torch.zeros(n_img, n, k, dtype=torch.long)
         self.nbr[train] = geodesic_neighbours(self.sample_xyz[train], k)
 
-    def _batch(self, images: Any) -> _Batch:
+    def draw(self, batch: int) -> Any:
+        """The next batch of training pairs from this model's own stream, as images (2 * batch,)."""
         import torch
 
-        desc = self.head(self.feats[images.cpu()].to(self.device)).reshape(len(images), self.hw, -1)
-        pix = self.kp_pix[images]
-        kp_feat = torch.gather(desc, 1, pix.unsqueeze(-1).expand(-1, -1, desc.shape[-1]))
-        return _Batch(desc, kp_feat, pix, self.kp[images, :, 2] > 0, self.mask[images])
+        return self.pairs[torch.randint(len(self.pairs), (batch,), generator=self.gen)].reshape(-1)
+
+
+class _Trainer:
+    """Trains M heads side by side as one stacked model (:class:`genlab.nn.corr_head.StackedCorrHead`, and one
+    stacked prototype for the ``3d`` members): each step every model draws its own batch, the loss is the sum of
+    the M per-model losses (so each model's gradient is its own loss's), and one Adam over the stacked parameters
+    is M Adams (Adam is elementwise). Each model keeps its own best validation checkpoint."""
+
+    def __init__(self, members: list[_Member], ts: TrainSettings, device: str) -> None:
+        import torch
+
+        from genlab.nn.corr_head import StackedCorrHead
+        from genlab.nn.prototype3d import CategoryPrototype
+
+        self.members, self.ts, self.device = members, ts, device
+        if len({m.kp.shape for m in members}) != 1:
+            raise ValueError("a stack needs one data shape and one number of training slots")
+        datasets: dict[int, int] = {}  # models of one seed share that seed's image arrays
+        self.src = [datasets.setdefault(id(m.data.feats), len(datasets)) for m in members]
+        first = [next(m.data for m, s in zip(members, self.src) if s == i) for i in range(len(datasets))]
+        n, h, w, _ = first[0].feats.shape
+        self.hw = h * w
+        self.feats = [torch.as_tensor(d.feats) for d in first]
+        self.mask = torch.stack([torch.as_tensor(d.mask.reshape(n, -1)) for d in first]).to(device)
+        self.points = torch.stack([torch.as_tensor(d.points.reshape(n, -1, 3)) for d in first]).to(device)
+        self.cat = torch.stack([torch.as_tensor(d.category) for d in first]).to(device)
+        self.kp = torch.stack([m.kp for m in members]).to(device)
+        self.kp_pix = torch.stack([m.kp_pix for m in members]).to(device)
+        self.head = StackedCorrHead([m.head for m in members], torch.bfloat16 if ts.conv_bf16 else None).to(device)
+        groups = [{"params": list(self.head.parameters()), "lr": ts.lr}]
+        self.in3d = [i for i, m in enumerate(members) if m.arm == "3d"]
+        if self.in3d:
+            m3 = [members[i] for i in self.in3d]
+            self.proto = CategoryPrototype.stack([m.proto for m in m3]).to(device)
+            self.sample = torch.stack([m.sample for m in m3]).to(device)
+            self.sample_xyz = torch.stack([m.sample_xyz for m in m3]).to(device)
+            self.nbr = torch.stack([m.nbr for m in m3]).to(device)
+            # the prototype starts at ~0 and must travel to object scale: at our ~100x shorter schedule it needs a
+            # larger step to form before training ends (checked on the prototype's own loss curves)
+            groups.append({"params": list(self.proto.parameters()), "lr": ts.lr * ts.proto_lr_mult})
+        self.opt = torch.optim.Adam(groups)
 
     def loss(self, images: Any) -> Any:
+        """Per-model losses (M,) for images (M, 2P) ([pair0-src, pair0-trg, pair1-src, ...] per model)."""
+        import torch
+
         from genlab.nn.corr_head import keypoint_clip_loss, keypoint_dense_loss
 
-        ts, b = self.ts, self._batch(images)
-        p = len(images) // 2
-        f, pix, vis = b.kp_feat.view(p, 2, *b.kp_feat.shape[1:]), b.kp_pix.view(p, 2, -1), b.kp_vis.view(p, 2, -1)
-        desc, mask = b.desc.view(p, 2, self.hw, -1), b.mask.view(p, 2, -1)
-        both = vis[:, 0] & vis[:, 1]
+        ts, (m, n2) = self.ts, images.shape
+        model, src = torch.arange(m, device=images.device)[:, None], torch.as_tensor(self.src)[:, None]
+        feats = torch.stack([self.feats[s][i] for s, i in zip(self.src, images.cpu())]).to(self.device)
+        desc = self.head(feats).reshape(m, n2, self.hw, -1)
+        pix = self.kp_pix[model, images]
+        kp_feat = torch.gather(desc, 2, pix.unsqueeze(-1).expand(-1, -1, -1, desc.shape[-1]))
+        vis = self.kp[model, images, :, 2] > 0
+        p = n2 // 2
+        f, pp, vv = kp_feat.view(m, p, 2, *kp_feat.shape[2:]), pix.view(m, p, 2, -1), vis.view(m, p, 2, -1)
+        dd, mask = desc.view(m, p, 2, self.hw, -1), self.mask[src.to(self.device), images].view(m, p, 2, -1)
+        both = vv[:, :, 0] & vv[:, :, 1]
         scale = self.head.logit_scale
-        loss = ts.w_clip * keypoint_clip_loss(f[:, 0], f[:, 1], both, scale)
-        dense = (keypoint_dense_loss(f[:, 0], desc[:, 1], pix[:, 1], both, mask[:, 1], scale)
-                 + keypoint_dense_loss(f[:, 1], desc[:, 0], pix[:, 0], both, mask[:, 0], scale))
+        loss = ts.w_clip * keypoint_clip_loss(f[:, :, 0], f[:, :, 1], both, scale)
+        dense = (keypoint_dense_loss(f[:, :, 0], dd[:, :, 1], pp[:, :, 1], both, mask[:, :, 1], scale)
+                 + keypoint_dense_loss(f[:, :, 1], dd[:, :, 0], pp[:, :, 0], both, mask[:, :, 0], scale))
         loss = loss + ts.w_dense * 0.5 * dense
-        if self.arm == "3d":
-            loss = loss + self._prototype_loss(images, b)
+        if self.in3d:
+            i3 = torch.as_tensor(self.in3d, device=self.device)
+            loss = loss.index_add(0, i3, self._prototype_loss(images[i3], src[i3.cpu()].to(self.device),
+                                                              desc[i3], kp_feat[i3], pix[i3], vis[i3]))
         return loss
 
-    def _prototype_loss(self, images: Any, b: _Batch) -> Any:
+    def _prototype_loss(self, images: Any, src: Any, desc: Any, kp_feat: Any, pix: Any, vis: Any) -> Any:
         import torch
 
-        ts, cat = self.ts, self.cat[images]
-        kp3d = torch.gather(self.points[images], 1, b.kp_pix.unsqueeze(-1).expand(-1, -1, 3))
-        loc = self.proto.location_loss(kp3d, b.kp_vis, cat)
-        feat = self.proto.feature_loss(b.kp_feat, b.kp_vis, cat)
-        sample = self.sample[images]
-        obj_feat = torch.gather(b.desc, 1, sample.unsqueeze(-1).expand(-1, -1, b.desc.shape[-1]))
-        geo = self.proto.geometry_loss(obj_feat, self.sample_xyz[images], self.nbr[images], cat, ts.neighbours)
+        ts, model = self.ts, torch.arange(len(images), device=images.device)[:, None]
+        cat, points = self.cat[src, images], self.points[src, images]
+        kp3d = torch.gather(points, 2, pix.unsqueeze(-1).expand(-1, -1, -1, 3))
+        loc = self.proto.location_loss(kp3d, vis, cat)
+        feat = self.proto.feature_loss(kp_feat, vis, cat)
+        sample = self.sample[model, images]
+        obj_feat = torch.gather(desc, 2, sample.unsqueeze(-1).expand(-1, -1, -1, desc.shape[-1]))
+        geo = self.proto.geometry_loss(obj_feat, self.sample_xyz[model, images], self.nbr[model, images], cat,
+                                       ts.neighbours)
         return ts.w_loc * loc + ts.w_feat * feat + ts.w_geo * geo
 
-    def validation_pck(self) -> float:
-        """PCK on the *seen* keypoints of the validation pairs: the only model-selection signal."""
-        images = np.unique(self.data.pairs["val"])
+    def validation_pck(self) -> list[float]:
+        """Per model, PCK on the *seen* keypoints of its validation pairs: the only model-selection signal."""
         self.head.eval()
-        desc = describe(self.head, self.feats, images, self.device)
+        desc, rows = describe(self.head, [self.feats[s] for s in self.src],
+                              [np.unique(m.data.pairs["val"]) for m in self.members], self.device)
         self.head.train()
-        slots = self.data.keypoint_mask("seen")
-        return _pooled(*keypoint_outcomes(desc, self.data, "val", self.ts.alpha, slots))
+        return [_pooled(*keypoint_outcomes(desc[k], m.data, "val", self.ts.alpha, m.data.keypoint_mask("seen"),
+                                           rows[k])) for k, m in enumerate(self.members)]
 
-    def fit(self) -> tuple[Any, dict[str, Any]]:
+    def fit(self) -> tuple[Any, list[dict[str, Any]]]:
         import torch
 
-        best, best_state, best_step, curve = -1.0, None, 0, []
+        m = len(self.members)
+        best, best_step, curves = [-1.0] * m, [0] * m, [[] for _ in range(m)]
+        best_state = {k: v.detach().clone() for k, v in self.head.state_dict().items()}
         for step in range(self.ts.steps + 1):
             if step % self.ts.eval_every == 0 or step == self.ts.steps:
-                val = self.validation_pck()
-                curve.append((step, val))
-                if val > best:
-                    best, best_state, best_step = val, copy.deepcopy(self.head.state_dict()), step
+                for k, val in enumerate(self.validation_pck()):
+                    curves[k].append((step, val))
+                    if val > best[k]:
+                        best[k], best_step[k] = val, step
+                        for name, value in self.head.state_dict().items():
+                            best_state[name][k] = value[k]
             if step == self.ts.steps:
                 break
-            pairs = self.pairs[torch.randint(len(self.pairs), (self.ts.batch,), generator=self.gen)]
-            loss = self.loss(pairs.reshape(-1).to(self.device))
+            images = torch.stack([mem.draw(self.ts.batch) for mem in self.members]).to(self.device)
+            loss = self.loss(images).sum()  # model k's parameters get exactly the gradient of its own loss
             self.opt.zero_grad()
             loss.backward()
             self.opt.step()
         self.head.load_state_dict(best_state)
         self.head.eval()
-        return self.head, {"best_step": best_step, "val_seen_pck": best, "val_curve": curve,
-                           "keypoint_slots_used": [list(x) for x in self.slots_read]}
+        return self.head, [{"best_step": best_step[k], "val_seen_pck": best[k], "val_curve": curves[k],
+                            "keypoint_slots_used": [list(x) for x in mem.slots_read]}
+                           for k, mem in enumerate(self.members)]
+
+
+def train_heads(tasks: list[tuple[CorrespondenceSet, str, int]], ts: TrainSettings, device: str = "cpu"
+                ) -> tuple[Any, list[dict[str, Any]]]:
+    """Train one head per (data, arm, seed) task (``supervised`` or ``3d``) side by side as one stacked model;
+    returns it (each model at its best validation checkpoint) and one log per task."""
+    return _Trainer([_Member(data, arm, ts, seed) for data, arm, seed in tasks], ts, device).fit()
 
 
 def train_head(data: CorrespondenceSet, arm: str, ts: TrainSettings, seed: int, device: str = "cpu"
                ) -> tuple[Any, dict[str, Any]]:
-    """Train the ``supervised`` or ``3d`` arm's head; returns it (best validation checkpoint) and a log."""
-    if arm not in TRAINED:
-        raise ValueError(f"arm must be one of {TRAINED}, got {arm!r}")
-    return _Trainer(data, arm, ts, seed, device).fit()
+    """Train the ``supervised`` or ``3d`` arm's head alone; returns it as a plain
+    :class:`genlab.nn.corr_head.CorrHead` (best validation checkpoint) and its log."""
+    head, logs = train_heads([(data, arm, seed)], ts, device)
+    return head.unstack()[0].eval(), logs[0]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -326,45 +386,57 @@ def _settings(cfg: dict[str, Any]) -> TrainSettings:
     return TrainSettings(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in cfg.items() if k in names})
 
 
-def run_seed(job: tuple[dict[str, Any], int, str]) -> dict[str, Any]:
-    """Data, the three arms and their test outcomes for one seed (module level: runs in ``ctx.map`` workers)."""
+def run_seeds(cfg: dict[str, Any], seeds: list[int], device: str = "cpu") -> list[dict[str, Any]]:
+    """Per seed its data and the three arms' test outcomes (plus the swap control); the trained heads of all
+    seeds and arms train side by side as one stacked model, each from its own seed's stream."""
     import torch
 
-    cfg, seed, device = job
     torch.set_num_threads(1)
-    data, backbone = build_data(cfg, seed)
     ts = _settings(cfg)
-    feats = torch.as_tensor(data.feats)
-    test_images = np.unique(data.pairs["test"])
-    out: dict[str, Any] = {"arms": {}, "train": {}}
-    for arm in ARMS:
-        model = None
-        if arm in TRAINED:
-            model, log = train_head(data, arm, ts, seed + 1, device)
-            out["train"][arm] = log
-        desc = describe(model, feats, test_images, device)
-        out["arms"][arm] = summarise(*keypoint_outcomes(desc, data, "test", ts.alpha), data, "test")
-    if cfg["swap_control"]:
-        out["arms"][SWAPPED] = _swapped_arm(data, ts, seed, feats, test_images, device)
-    out["test_pairs"] = int(len(data.pairs["test"]))
-    out["slots"] = {kind: [[name, int(k)] for c, name in enumerate(data.categories) for k in np.flatnonzero(table[c])]
-                    for kind, table in (("seen", data.seen), ("unseen", data.unseen))}
-    out["mirrored_fraction"] = float(data.mirrored["test"].mean())
-    if backbone is not None:
-        u = np.random.default_rng(seed).normal(size=(4096, 3))
-        out["mirror_invariance_max_abs"] = float(np.abs(backbone.clean(u) - backbone.clean(u * [-1, 1, 1])).max())
+    # real features (data_dir) are one set for every seed: load them once
+    built = [build_data(cfg, seed) for seed in (seeds[:1] if cfg["data_dir"] else seeds)] * (
+        len(seeds) if cfg["data_dir"] else 1)
+    tasks, where = [], []  # where: (seed index, arm name in the outputs)
+    for i, ((data, _), seed) in enumerate(zip(built, seeds, strict=True)):
+        for arm in TRAINED:
+            tasks.append((data, arm, seed + 1))
+            where.append((i, arm))
+        if cfg["swap_control"]:  # the supervised head trained (and selected) on the *unseen* slots
+            tasks.append((replace(data, seen=data.unseen, unseen=data.seen), "supervised", seed + 1))
+            where.append((i, SWAPPED))
+    # one stack per number of training slots (real data may have more unseen than seen keypoints)
+    logs: list[Any] = [None] * len(tasks)
+    desc: list[Any] = [None] * len(tasks)
+    rows: list[Any] = [None] * len(tasks)
+    for width in sorted({seen_slots(d)[0].shape[1] for d, _, _ in tasks}):
+        group = [k for k, (d, _, _) in enumerate(tasks) if seen_slots(d)[0].shape[1] == width]
+        head, group_logs = train_heads([tasks[k] for k in group], ts, device)
+        group_desc, group_rows = describe(head, [torch.as_tensor(tasks[k][0].feats) for k in group],
+                                          [np.unique(tasks[k][0].pairs["test"]) for k in group], device)
+        for j, k in enumerate(group):
+            logs[k], desc[k], rows[k] = group_logs[j], group_desc[j], group_rows[j]
+    out: list[dict[str, Any]] = []
+    for (data, backbone), seed in zip(built, seeds, strict=True):
+        raw = torch.as_tensor(data.feats)
+        one: dict[str, Any] = {"arms": {"raw": summarise(*keypoint_outcomes(raw, data, "test", ts.alpha), data,
+                                                          "test")}, "train": {}}
+        one["test_pairs"] = int(len(data.pairs["test"]))
+        one["slots"] = {kind: [[name, int(k)] for c, name in enumerate(data.categories)
+                               for k in np.flatnonzero(table[c])]
+                        for kind, table in (("seen", data.seen), ("unseen", data.unseen))}
+        one["mirrored_fraction"] = float(data.mirrored["test"].mean())
+        if backbone is not None:
+            u = np.random.default_rng(seed).normal(size=(4096, 3))
+            one["mirror_invariance_max_abs"] = float(np.abs(backbone.clean(u) - backbone.clean(u * [-1, 1, 1])).max())
+        out.append(one)
+    for k, ((data, _, _), (i, arm)) in enumerate(zip(tasks, where, strict=True)):
+        summary = summarise(*keypoint_outcomes(desc[k], data, "test", ts.alpha, rows=rows[k]), data, "test")
+        if arm == SWAPPED:  # reported under the original slot names ("seen" = the slots it did not train on)
+            summary = {"seen": summary["unseen"], "unseen": summary["seen"]}
+        else:
+            out[i]["train"][arm] = logs[k]
+        out[i]["arms"][arm] = summary
     return out
-
-
-def _swapped_arm(data: CorrespondenceSet, ts: TrainSettings, seed: int, feats: Any, test_images: np.ndarray,
-                 device: str) -> dict[str, Any]:
-    """The control: the supervised head trained (and selected) on the *unseen* slots, its test PCK reported under
-    the original slot names ("seen" = the slots it did not train on)."""
-    swapped = replace(data, seen=data.unseen, unseen=data.seen)
-    model, _ = train_head(swapped, "supervised", ts, seed + 1, device)
-    desc = describe(model, feats, test_images, device)
-    summary = summarise(*keypoint_outcomes(desc, swapped, "test", ts.alpha), swapped, "test")
-    return {"seen": summary["unseen"], "unseen": summary["seen"]}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -535,8 +607,8 @@ class SpairUKeypoints(Study):
         w_feat: float = 0.3
         w_geo: float = 1.0
         proto_lr_mult: float = 10.0
+        conv_bf16: bool = True  # the heads' 3x3 convolutions in bfloat16 (mixed precision; see the docs page)
         seeds: int = 3
-        workers: int = 2
         swap_control: bool = True  # also train the supervised head on the unseen slots (the control)
         seen_gain_min: float = 0.05
         gap_keep_max: float = 0.5
@@ -552,7 +624,7 @@ class SpairUKeypoints(Study):
             ints = {"image_size": 8, "train_instances": 2, "val_instances": 2, "test_instances": 2, "views": 1,
                     "train_pairs": 1, "val_pairs": 1, "test_pairs": 2, "surface_points": 100, "feat_dim": 1,
                     "n_freqs": 1, "steps": 1, "batch": 1, "width": 1, "out_dim": 1, "eval_every": 1,
-                    "object_points": 4, "neighbours": 3, "seeds": 1, "workers": 1}
+                    "object_points": 4, "neighbours": 3, "seeds": 1}
             low = [f"{k} >= {v}" for k, v in ints.items() if getattr(self, k) < v]
             if low:
                 raise ValueError("need " + ", ".join(low))
@@ -577,12 +649,12 @@ class SpairUKeypoints(Study):
         "smoke": {"image_size": 16, "train_instances": 4, "val_instances": 2, "test_instances": 2,
                   "train_pairs": 12, "val_pairs": 4, "test_pairs": 6, "surface_points": 1500, "steps": 4,
                   "eval_every": 2, "batch": 2, "width": 8, "out_dim": 8, "object_points": 12, "neighbours": 4,
-                  "seeds": 2, "workers": 1},
+                  "seeds": 2},
         "quick": {"steps": 600, "eval_every": 100, "seeds": 5},
         "full": {"image_size": 32, "train_instances": 400, "val_instances": 30, "test_instances": 60, "views": 4,
                  "train_pairs": 4000, "val_pairs": 200, "test_pairs": 600, "surface_points": 12000,
                  "steps": 4000, "batch": 16, "width": 64, "out_dim": 64, "dilations": (1, 2, 4, 8),
-                 "eval_every": 250, "object_points": 256, "neighbours": 32, "seeds": 5, "workers": 5},
+                 "eval_every": 250, "object_points": 256, "neighbours": 32, "seeds": 5},
     }
 
     claims = [
@@ -623,9 +695,8 @@ class SpairUKeypoints(Study):
 
     def run(self, cfg: Config, ctx: RunContext) -> dict[str, Any]:
         settings = asdict(cfg)
-        jobs = [(settings, ctx.seed_for("seed", s), ctx.device) for s in range(cfg.seeds)]
         with ctx.timer("seeds"):
-            per_seed = ctx.map(run_seed, jobs, processes=cfg.workers, desc="seeds")
+            per_seed = run_seeds(settings, [ctx.seed_for("seed", s) for s in range(cfg.seeds)], ctx.device)
         categories = list(per_seed[0]["arms"]["raw"]["seen"]["per_category"])
         metrics = aggregate(per_seed, categories)
         metrics.update(
