@@ -115,3 +115,18 @@ def test_fused_masked_norm_equals_autograd(relu):
     unbiased = var * cnt / (cnt - 1)
     torch.testing.assert_close(bn.running_mean, 0.1 * mean[:, 0].detach())
     torch.testing.assert_close(bn.running_var, 0.9 + 0.1 * unbiased[:, 0].detach())
+
+
+def test_reverse_edges_and_sparse_orders(padded):
+    """Each real directed edge's precomputed reverse is (v, u) (padding edges map to themselves); the CSR structures
+    list every edge once, grouped by target (by source), with row pointers that count them."""
+    _, _, pb = padded
+    b = pb.step(np.array([1, 2, 0]))
+    src, dst = b.edge_index
+    real = b.edge_mask.reshape(-1)
+    assert torch.equal(src[b.edge_rev][real], dst[real]) and torch.equal(dst[b.edge_rev][real], src[real])
+    assert torch.equal(b.edge_rev[~real], torch.nonzero(~real).flatten())
+    for (ptr, cols, order), rows, other in ((b.by_dst, dst, src), (b.by_src, src, dst)):
+        assert torch.equal(torch.sort(order).values, torch.arange(len(order)))
+        assert torch.equal(rows[order], torch.sort(rows).values) and torch.equal(cols, other[order])
+        assert torch.equal(ptr[1:] - ptr[:-1], torch.bincount(rows, minlength=len(ptr) - 1))

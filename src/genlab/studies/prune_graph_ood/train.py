@@ -32,7 +32,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -51,24 +51,27 @@ EVAL_SPLITS = ("id_val", "ood_val", "id_test", "ood_test")
 SELECTIONS = ("ood_val", "id_val")
 
 
-@dataclass(frozen=True)
+@dataclass
 class HParams:
+    """Model and training settings of every arm: the single source of their defaults (the study's ``Config``
+    extends this class). PrunE README values where they exist: η, K, λ1, λ2 (code form), τ."""
+
     hidden: int = 32
     layers: int = 3
     scorer_layers: int = 2
-    epochs: int = 30
-    batch_size: int = 64
+    epochs: int = 50
+    batch_size: int = 32
     lr: float = 3e-3
-    warmup_epochs: int = 5
+    warmup_epochs: int = 15
     eta: float = 0.85
     k_percent: float = 90.0
     lam_size: float = 10.0
     lam_align_paper: float = 1.0
     lam_align_code: float = 1e-3
     tau: float = 0.2
-    primary_form: str = "paper"
-    gsat_final_r: float = 0.5
-    gsat_decay_every: int = 3
+    primary_form: Literal["paper", "code"] = "code"
+    gsat_final_r: float = 0.5  # GOOD's GSAT on GOOD-Motif covariate splits
+    gsat_decay_every: int = 5
     gsat_coef: float = 1.0
     vrex_penalty: float = 100.0
     eval_samples: int = 1
