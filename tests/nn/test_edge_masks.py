@@ -119,3 +119,32 @@ def test_gsat_pieces():
     assert [em.gsat_r(e, 3) for e in (0, 3, 6, 9, 12, 30)] == pytest.approx([0.9, 0.8, 0.7, 0.6, 0.5, 0.5])
     s = em.concrete_sample(torch.zeros(20_000), 1.0, torch.Generator().manual_seed(0))
     assert s.min() > 0 and s.max() < 1 and abs(s.mean().item() - 0.5) < 0.01
+
+
+def test_row_forms_equal_the_per_batch_losses_row_by_row():
+    """The code-form losses and GSAT's KL on K padded rows at once equal the per-batch functions applied to each
+    row's real entries, in value and gradient (rows of 0, 1, 7, 23 and 40 real edges; padding holds junk)."""
+    gen = torch.Generator().manual_seed(2)
+    n_edges = torch.tensor([40, 23, 7, 1, 0])
+    logits = torch.randn(5, 40, generator=gen, dtype=torch.float64)
+    for eta in (0.3, 0.85):  # both sides of the hinge
+        lg = logits.clone().requires_grad_()
+        p = torch.sigmoid(lg)
+        rows_e = em.size_loss_code_rows(p[1:4], n_edges[1:4], eta)  # size form: no empty batch (0/0 in both forms)
+        rows_s = em.alignment_loss_code_rows(p, n_edges, 90.0)
+        (rows_e.sum() + 3 * rows_s.sum()).backward()
+        ref_lg = logits.clone().requires_grad_()
+        ref_p = torch.sigmoid(ref_lg)
+        ref_e = torch.stack([em.size_loss_code(ref_p[k, :n], eta) for k, n in zip(range(1, 4), n_edges[1:4].tolist())])
+        ref_s = torch.stack([em.alignment_loss_code(ref_p[k, :n], 90.0) for k, n in enumerate(n_edges.tolist())])
+        (ref_e.sum() + 3 * ref_s.sum()).backward()
+        torch.testing.assert_close(rows_e, ref_e)
+        torch.testing.assert_close(rows_s, ref_s)
+        assert rows_s[3:].abs().max() == 0  # k = ⌊0.9·1⌋ = 0 and an empty row: 0, as the guarded per-batch form
+        torch.testing.assert_close(lg.grad, ref_lg.grad)
+        assert lg.grad[0].abs().sum() > 0 and lg.grad[1, 23:].abs().max() == 0  # padding gets no gradient
+    att = torch.rand(3, 9, generator=gen, dtype=torch.float64)
+    terms = em.bernoulli_kl_terms(att, 0.7)
+    for k in range(3):
+        torch.testing.assert_close(terms[k, : 4 + k].mean(), em.bernoulli_kl(att[k, : 4 + k], 0.7))
+    assert em.size_hinge(torch.tensor([0.95, 0.75]), 0.85).tolist() == pytest.approx([0.4, 0.1])

@@ -102,6 +102,16 @@ def test_bad_configs_are_rejected(override):
         PruneGraphOOD.config("quick", override)
 
 
+def test_training_defaults_have_one_source():
+    """Config extends HParams: every training field and default is HParams's, and a job's hyperparameters are the
+    config's values."""
+    from dataclasses import fields
+
+    cfg = PruneGraphOOD.Config()
+    assert isinstance(cfg, HParams)
+    assert {f.name: getattr(cfg, f.name) for f in fields(HParams)} == asdict(HParams())
+
+
 def test_every_preset_is_valid():
     for preset in ("smoke", "quick", "full"):
         PruneGraphOOD.config(preset)

@@ -89,8 +89,18 @@ def alignment_loss_paper(p: Tensor, edge_graph: Tensor, n_graphs: int, k_percent
 # ---------------------------------------------------------------------------------------------------------------
 def size_loss_code(mask: Tensor, eta: float, high: float = 4.0, low: float = 1.0) -> Tensor:
     """Asymmetric L1 hinge on the batch's kept fraction r: high·(r − η) if r ≥ η else low·(η − r)."""
-    r = mask.mean()
+    return size_hinge(mask.mean(), eta, high, low)
+
+
+def size_hinge(r: Tensor, eta: float, high: float = 4.0, low: float = 1.0) -> Tensor:
+    """The code form's hinge on kept fraction(s) r (any shape): high·(r − η) if r ≥ η else low·(η − r)."""
     return torch.where(r >= eta, high * (r - eta), low * (eta - r))
+
+
+def size_loss_code_rows(mask: Tensor, n_edges: Tensor, eta: float, high: float = 4.0, low: float = 1.0) -> Tensor:
+    """:func:`size_loss_code` of each row's first ``n_edges[k]`` entries of ``mask`` (K, E) at once: (K,)."""
+    real = torch.arange(mask.shape[1], device=mask.device) < n_edges.view(-1, 1)
+    return size_hinge((mask * real).sum(1) / n_edges.to(mask.dtype), eta, high, low)
 
 
 def alignment_loss_code(p: Tensor, k_percent: float) -> Tensor:
@@ -101,6 +111,19 @@ def alignment_loss_code(p: Tensor, k_percent: float) -> Tensor:
         return p.sum() * 0.0
     lowest = torch.sort(p).values[:k]
     return 0.5 * (lowest - 1.0 / k).abs().sum()
+
+
+def alignment_loss_code_rows(p: Tensor, n_edges: Tensor, k_percent: float) -> Tensor:
+    """:func:`alignment_loss_code` of each row's first ``n_edges[k]`` entries of ``p`` (K, E) at once: (K,). One
+    sort of the rows with the padding entries set to +inf (so they sort last), k = ⌊K %·n_edges⌋ per row."""
+    width = p.shape[1]
+    real = torch.arange(width, device=p.device) < n_edges.view(-1, 1)
+    k = (n_edges.double() * k_percent / 100.0).long()  # as int(len(p) * k_percent / 100.0), in float64
+    lowest = torch.sort(torch.where(real, p, torch.full_like(p, float("inf"))), dim=1).values[:, : int(k.max())]
+    chosen = torch.arange(lowest.shape[1], device=p.device) < k.view(-1, 1)
+    target = 1.0 / k.clamp_min(1).to(p.dtype).view(-1, 1)
+    dev = torch.where(chosen, (lowest - target).abs(), torch.zeros_like(lowest))
+    return 0.5 * dev.sum(1)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -114,7 +137,12 @@ def concrete_sample(logits: Tensor, temperature: float = 1.0, generator: torch.G
 
 def bernoulli_kl(att: Tensor, r: float, eps: float = 1e-6) -> Tensor:
     """Mean over edges of KL(Bern(att) ‖ Bern(r)) — GSAT's information bottleneck towards keep rate r."""
-    return (att * torch.log(att / r + eps) + (1 - att) * torch.log((1 - att) / (1 - r + eps) + eps)).mean()
+    return bernoulli_kl_terms(att, r, eps).mean()
+
+
+def bernoulli_kl_terms(att: Tensor, r: float, eps: float = 1e-6) -> Tensor:
+    """KL(Bern(att) ‖ Bern(r)) per entry (GSAT's form, with its eps), unreduced."""
+    return att * torch.log(att / r + eps) + (1 - att) * torch.log((1 - att) / (1 - r + eps) + eps)
 
 
 def gsat_r(epoch: int, decay_every: int, init_r: float = 0.9, final_r: float = 0.5, step: float = 0.1) -> float:
