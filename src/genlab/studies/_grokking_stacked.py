@@ -52,17 +52,10 @@ class StackedMLP(nn.Module):
         return self.head.shape[0]
 
     def forward_with_features(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(logits (S, n, k), features (S, n, d))``. ``x`` is (S, n, d_in) floats, or (S, n, m) integer positions
-        of the ones of one-hot rows: then the first layer adds the m rows of its weight, which is the same product
-        without the zeros."""
+        """``(logits (S, n, k), features (S, n, d))`` for inputs ``x`` (S, n, d_in)."""
         h = x
-        for j, (w, b) in enumerate(zip(self.weights, self.biases)):
-            if j == 0 and not x.is_floating_point():
-                offset = (torch.arange(w.shape[0], device=x.device) * w.shape[1])[:, None, None]
-                h = F.embedding(x + offset, w.reshape(-1, w.shape[2])).sum(2) + b
-            else:
-                h = torch.baddbmm(b, h, w)
-            h = torch.relu(h)
+        for w, b in zip(self.weights, self.biases):
+            h = torch.baddbmm(b, h, w).relu_()  # in place: one temporary less per layer (autograd allows it)
         return torch.bmm(h, self.head.transpose(1, 2)), h
 
     def member_params(self, s: int) -> list[torch.Tensor]:
@@ -160,7 +153,7 @@ def train_stacked(
     params = list(model.parameters())
     if regime.optimizer == "adamw":
         opt = torch.optim.AdamW(params, lr=regime.lr, betas=regime.betas, weight_decay=regime.weight_decay,
-                                foreach=True)  # fmt: skip
+                                fused=True)  # fmt: skip
     else:
         opt = torch.optim.SGD(params, lr=regime.lr, momentum=regime.momentum, weight_decay=regime.weight_decay,
                               foreach=True)  # fmt: skip
