@@ -1,14 +1,18 @@
 """Pieces of the grokking study: modular data, models, onset detection, training regimes and claim checks."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
+from scipy import stats
 
 from genlab.data.modular import modular_split, modular_table, one_hot_pairs, token_sequences, vocab_size
 from genlab.measures.flatness import flatness_penalty, relative_flatness
 from genlab.measures.neural_collapse import ncc, neural_collapse
 from genlab.nn.mlp import MLP
 from genlab.nn.transformer import TinyTransformer
+from genlab.studies._grokking_stacked import StackedMLP, stacked_flatness, stacked_ncc, train_stacked
 from genlab.studies.grokking import (
     Grokking,
     Regime,
@@ -24,8 +28,10 @@ from genlab.studies.grokking import (
     onset_log_ratio,
     regularizer_lambda,
     regularizer_term,
+    spread_from_ci,
     summarise,
     train,
+    units_for_power,
     value_at,
 )
 
@@ -128,7 +134,7 @@ def _fake_metrics(base_onsets, asc_onsets, off=1000, sup_onsets=None, ncc_up=20.
     ctl_onsets = ctl_onsets or [None] * len(base_onsets)
     steps = [0, 500, 999, 3000]
     series = {}
-    for i in range(len(base_onsets)):
+    for i in range(max(len(base_onsets), len(asc_onsets))):
         flat = {"step": steps, "ncc": [1.0] * 4, "kappa_norm": [1.0] * 4, "kappa_bound": [1.0] * 4,
                 "reg_term": [1.0] * 4}
         series[f"modular/add/baseline/{i}"] = flat
@@ -391,3 +397,141 @@ def test_shortened_arms_must_outlast_the_switch_off():
     assert Grokking.config("quick").control_steps == 0  # the control's onset is compared with the ascent's
     full = Grokking.config("full")
     assert full.encourage_steps == 0 and full.control_steps == 0  # the transformer runs every arm in full
+
+
+# -- seeds side by side: the stacked model --------------------------------------------------------------------
+
+
+def _members(n=3, dtype=torch.float64):
+    """n plain MLPs with their own init and their own split of a+b mod 7 (same sizes), in float64."""
+    models, datas = [], []
+    for s in range(n):
+        sp = modular_split(7, "add", 0.6, seed=s)
+        x, y = torch.from_numpy(one_hot_pairs(sp.a, sp.b, 7)).to(dtype), torch.from_numpy(sp.c)
+        tr, te = torch.from_numpy(sp.train), torch.from_numpy(sp.test)
+        torch.manual_seed(10 + s)
+        models.append(MLP(14, (16, 16), 7).to(dtype))
+        datas.append((x[tr], y[tr], x[te], y[te]))
+    return models, datas
+
+
+def _stacked_vs_plain(regime, targets=None, anchors=None, n=3):
+    models, datas = _members(n)
+    stacked = StackedMLP(models)  # copies the members' initial weights
+    data = tuple(torch.stack([d[j] for d in datas]) for j in range(4))
+    s_series, s_sizes, s_grads = train_stacked(stacked, data, 7, regime, [torch.Generator().manual_seed(s) for s in
+                                                                          range(n)], targets, anchors)  # fmt: skip
+    plain = []
+    for s, (model, d) in enumerate(zip(models, datas)):
+        r = dataclasses.replace(regime, target_sizes=None if targets is None else tuple(targets[s]),
+                                anchor=None if anchors is None else anchors[s])  # fmt: skip
+        sizes, grads = [], []
+        series = train(model, d, 7, r, torch.Generator().manual_seed(s), sizes_out=sizes, grads_out=grads)
+        plain.append((series, sizes, grads))
+    return list(zip(s_series, s_sizes, s_grads)), plain
+
+
+def _assert_same(stacked, plain, rtol=1e-6):
+    for (ss, s_sizes, s_grads), (ps, p_sizes, p_grads) in zip(stacked, plain):
+        assert ss.keys() == ps.keys()
+        for key in ps:
+            assert np.allclose(ss[key], ps[key], rtol=rtol, atol=1e-9, equal_nan=True), key
+        assert np.allclose(s_sizes, p_sizes, rtol=rtol, atol=1e-12)
+        assert len(s_grads) == len(p_grads) and np.allclose(s_grads, p_grads, rtol=rtol, atol=1e-12)
+
+
+def test_stacked_model_matches_separately_trained_plain_models():
+    """Every arm's regime, trained as one stacked model, gives each seed the run it gets alone (float64, so the
+    comparison is exact up to summation order): own init, split, batch order, optimiser state, regulariser start,
+    head-norm cap, matched control and recorded gradient norm."""
+    base = Regime(steps=30, lr=3e-3, weight_decay=1.0, log_every=10)
+    _assert_same(*_stacked_vs_plain(base))
+    asc = dataclasses.replace(base, reg="ascent", lam=10.0, reg_off=20, record_grad=True, weight_cap=3.0)
+    stacked, plain = _stacked_vs_plain(asc)
+    _assert_same(stacked, plain)
+    assert all(g > 0 for g in stacked[0][2][:20]) and stacked[0][2][20:] == [0.0] * 10
+    # the head-pull control fed each seed's ascent gradient norms, with a per-seed anchor
+    targets = [g for _, _, g in stacked]
+    anchors = torch.randn(3, 7, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    ctl = dataclasses.replace(base, reg="headpull", lam=10.0, reg_off=20, record_grad=True)
+    c_stacked, c_plain = _stacked_vs_plain(ctl, targets, anchors)
+    _assert_same(c_stacked, c_plain)
+    assert np.allclose(c_stacked[1][2][:20], targets[1][:20], rtol=1e-9)
+    # suppression from memorisation with a ramp: each seed starts when *it* memorises
+    sup = dataclasses.replace(base, steps=60, lr=3e-2, reg="suppress", lam=0.5, start_at_mem=True, ramp=5, ncc_cap=3.0)
+    s_stacked, s_plain = _stacked_vs_plain(sup)
+    _assert_same(s_stacked, s_plain)
+    starts = [next((i for i, v in enumerate(sz) if v > 0), None) for _, sz, _ in s_stacked]
+    assert all(s is not None for s in starts) and len(set(starts)) > 1  # different seeds memorised at different steps
+    # minibatch SGD: one batch order per seed
+    sgd = dataclasses.replace(base, optimizer="sgd", lr=0.05, batch_size=8, reg="suppress", lam=0.1)
+    _assert_same(*_stacked_vs_plain(sgd))
+
+
+def test_stacked_training_in_float32_stays_close():
+    models, datas = _members(2, torch.float32)
+    data = tuple(torch.stack([d[j] for d in datas]) for j in range(4))
+    regime = Regime(steps=20, lr=3e-3, weight_decay=1.0, log_every=10)
+    got = train_stacked(StackedMLP(models), data, 7, regime, [torch.Generator().manual_seed(s) for s in range(2)])[0]
+    for s, (model, d) in enumerate(zip(models, datas)):
+        want = train(model, d, 7, regime, torch.Generator().manual_seed(s))
+        assert np.allclose(got[s]["train_loss"], want["train_loss"], rtol=1e-4)
+        assert np.allclose(got[s]["kappa"], want["kappa"], rtol=1e-3)
+
+
+def test_a_diverged_member_stays_its_own_failed_unit():
+    models, datas = _members(2)
+    alone = StackedMLP(models[:1])
+    stacked = StackedMLP(models)
+    with torch.no_grad():
+        stacked.weights[1][1].fill_(float("nan"))  # member 1 diverged
+    regime = Regime(steps=20, lr=3e-3, weight_decay=1.0, log_every=10, reg="ascent", lam=1.0, record_grad=True)
+    data = tuple(torch.stack([d[j] for d in datas]) for j in range(4))
+    both, _, grads = train_stacked(stacked, data, 7, regime, [torch.Generator().manual_seed(s) for s in range(2)])
+    one, _, _ = train_stacked(alone, tuple(t[:1] for t in data), 7, regime, [torch.Generator().manual_seed(0)])
+    assert all(np.isnan(both[1]["kappa"])) and not np.isfinite(grads[1]).any()
+    for key in one[0]:
+        assert np.allclose(both[0][key], one[0][key], rtol=1e-12, atol=1e-15), key
+    with pytest.raises(ValueError, match="same layer sizes"):
+        StackedMLP([MLP(14, (16, 16), 7), MLP(14, (8, 16), 7)])
+
+
+def test_stacked_terms_equal_the_plain_terms_per_member():
+    g = torch.Generator().manual_seed(0)
+    feats, w = torch.randn(3, 40, 5, generator=g, dtype=torch.float64), torch.randn(3, 4, 5, generator=g,
+                                                                                    dtype=torch.float64)  # fmt: skip
+    logits = torch.bmm(feats, w.transpose(1, 2))
+    y = torch.randint(0, 4, (3, 40), generator=g)
+    y[2][y[2] == 3] = 0  # class 3 absent in member 2: NCC over the classes present
+    want = torch.stack([ncc(feats[s], y[s], 4) for s in range(3)])
+    assert torch.allclose(stacked_ncc(feats, y, 4), want, rtol=1e-12)
+    for temp, norm in ((2.0, True), (1.0, False)):
+        want = torch.stack([flatness_penalty(feats[s], w[s], logits[s], temp, norm) for s in range(3)])
+        assert torch.allclose(stacked_flatness(feats, w, logits, temp, norm), want, rtol=1e-12)
+
+
+# -- claim 5's seed count --------------------------------------------------------------------------------------
+
+
+def test_power_helpers():
+    assert units_for_power(1.0, 1.0) == 10  # the textbook one-sample t: d = 1, two-sided 5 %, 80 % power
+    assert units_for_power(1.0, 0.5) == 34 and units_for_power(1.0, 1.0, power=0.5) == 6
+    x = np.random.default_rng(0).normal(size=9)
+    lo, hi = stats.t.interval(0.95, 8, loc=x.mean(), scale=stats.sem(x))
+    assert spread_from_ci(lo, hi, 9) == pytest.approx(x.std(ddof=1))
+    # the quick preset's claim-5 seed count is the docs' power calculation: the spread of the 7-seed CI
+    # [-0.066, 0.040], a true difference of 0.05 in log onset, 80 % power; plus the pilot seed
+    sd = spread_from_ci(-0.066, 0.040, 7)
+    assert CFG.control_seeds == units_for_power(sd, 0.05) + len(CFG.pilot_seeds) == 14
+    with pytest.raises(ValueError):
+        units_for_power(1.0, 0.0)
+
+
+def test_claim5_uses_the_extra_ascent_and_control_seeds_and_claim4_does_not():
+    extra = [1450, 1500, 1480, 1520]
+    m = _fake_metrics(B, ASC + extra, ctl_onsets=[x - 100 for x in ASC + extra])
+    assert len(m["modular"]["add"]["baseline"]) == 8 and len(m["modular"]["add"]["ascent"]) == 12  # extra: 2 arms
+    ev = check_control(m, CFG)
+    assert ev.held is True and ev.test.n == 11 and ev.test.effect == pytest.approx(
+        np.mean([np.log(a / (a - 100)) for a in (ASC + extra)[1:]]))
+    assert check_ascent(m, CFG).test.n == 7

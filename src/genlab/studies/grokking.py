@@ -24,6 +24,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 import torch.nn.functional as F
+from scipy import stats
 from torch import nn
 
 from genlab.data.digits import digits_split
@@ -82,6 +83,24 @@ def late_mean(values: list[float] | np.ndarray, fraction: float = 0.25) -> float
     return float(np.exp(np.mean(np.log(np.maximum(tail, 1e-300)))))
 
 
+def spread_from_ci(lo: float, hi: float, n: int, level: float = 0.95) -> float:
+    """The per-unit standard deviation behind a Student-t confidence interval [lo, hi] of a mean over n units."""
+    return (hi - lo) / 2 * math.sqrt(n) / float(stats.t.ppf(0.5 + level / 2, n - 1))
+
+
+def units_for_power(sd: float, effect: float, power: float = 0.8, level: float = 0.95, n_max: int = 10_000) -> int:
+    """Smallest number of units n at which the ``level`` Student-t CI of a mean lies wholly above 0 with probability
+    ≥ ``power`` when the true mean is ``effect`` > 0 and the units' spread ``sd`` (noncentral t; the decision rule's
+    "reproduced" against a margin of 0)."""
+    if effect <= 0 or sd <= 0:
+        raise ValueError("effect and sd must be > 0")
+    for n in range(2, n_max + 1):
+        crit = stats.t.ppf(0.5 + level / 2, n - 1)
+        if stats.nct.sf(crit, n - 1, effect * math.sqrt(n) / sd) >= power:
+            return n
+    raise ValueError(f"more than {n_max} units needed")
+
+
 # -- training ------------------------------------------------------------------------------------------------
 
 
@@ -118,7 +137,17 @@ class Regime:
 def measure(model: nn.Module, x: torch.Tensor, y: torch.Tensor, num_classes: int) -> dict[str, float]:
     """Train-set flatness of ``model.head`` and collapse metrics of its input features."""
     logits, feats = model.forward_with_features(x)
-    f64, w64, l64 = feats.double(), model.head.weight.double(), logits.double()
+    out = measure_outputs(logits, feats, model.head.weight, y, num_classes)
+    out["param_norm"] = float(sum((p.detach().double() ** 2).sum() for p in model.parameters()))
+    return out
+
+
+@torch.no_grad()
+def measure_outputs(
+    logits: torch.Tensor, feats: torch.Tensor, weight: torch.Tensor, y: torch.Tensor, num_classes: int
+) -> dict[str, float]:
+    """:func:`measure` from one model's logits, head features and head weight (no ``param_norm``)."""
+    f64, w64, l64 = feats.double(), weight.double(), logits.double()
     kap_i, tr_i, _ = softmax_ce_flatness_terms(f64, w64, l64)
     fn = f64 / f64.norm(dim=1, keepdim=True).clamp_min(1e-12)
     kap_n, _, _ = softmax_ce_flatness_terms(fn, w64, l64)
@@ -132,7 +161,6 @@ def measure(model: nn.Module, x: torch.Tensor, y: torch.Tensor, num_classes: int
         "trace_h": float(tr_i.mean()),
         "w2": w2,
         "feat_norm": float(f64.norm(dim=1).mean()),
-        "param_norm": float(sum((p.detach().double() ** 2).sum() for p in model.parameters())),
     }
     try:
         out["ncc"] = float(ncc(f64, y, num_classes))
@@ -140,7 +168,7 @@ def measure(model: nn.Module, x: torch.Tensor, y: torch.Tensor, num_classes: int
         out["nc2"] = nc2(f64, y, num_classes)["max_angle"]
         out["nc3"] = nc3(f64, y, w64, num_classes)
         out["nc4"] = nc4(f64, y, l64, num_classes)
-    except ValueError:  # e.g. all features collapsed onto one class: metrics undefined
+    except (ValueError, torch.linalg.LinAlgError):  # one class left, or NaN features (a diverged run): undefined
         out.update({k: float("nan") for k in ("ncc", "nc1", "nc2", "nc3", "nc4")})
     return out
 
@@ -414,8 +442,7 @@ def onset_log_ratio(arm_run: dict, base_run: dict, m: dict) -> float:
     step + log_every (a lower bound on its delay); NaN where the baseline has no onset."""
     if base_run["onset"] is None:
         return math.nan
-    censor = arm_run.get("last_step", m.get("steps", 0)) + m.get("log_every", 0)
-    return _log_ratio(arm_run["onset"] if arm_run["onset"] is not None else censor, base_run["onset"])
+    return _log_ratio(_censored_onset(arm_run, m), base_run["onset"])
 
 
 def _on_phase_ratio(m: dict, arm: str, i: int, key: str, t0: int, t1: int) -> float:
@@ -453,16 +480,24 @@ def check_ascent(m: dict, cfg) -> Any:
     return _gate(ev, decide.mean(raised, above=math.log(cfg.kappa_raise)), "κ_norm raised ≥ kappa_raise×")
 
 
+def _censored_onset(run: dict, m: dict) -> float:
+    """A run's onset step; one that never got there counts as its last step + log_every (a lower bound)."""
+    return float(run["onset"]) if run["onset"] is not None else float(run.get("last_step", m.get("steps", 0))
+                                                                        + m.get("log_every", 0))  # fmt: skip
+
+
 def check_control(m: dict, cfg) -> Any:
     """Flatness ascent delays the onset more than a non-flatness control of the same strength (by default a pull
     of the head towards a fixed random matrix whose gradient norm equals the ascent term's at every step): paired
-    Student-t over the held-out seeds on log(onset_arm / onset_baseline), ascent − control above
-    ``control_margin``. A seed whose control did not memorise by switch-off (train accuracy < 0.99) says nothing
-    about what delays generalisation: a failed unit."""
-    held, op = _held_out(m, cfg), m["intervention_op"]
-    base, asc, ctl = (_modular_seeds(m, arm) for arm in ("baseline", "ascent", "control"))
-    la = [onset_log_ratio(asc[i], base[i], m) for i in held]
-    lc = [onset_log_ratio(ctl[i], base[i], m) if _num(ctl[i]["train_acc_at_off"]) >= 0.99 else math.nan
+    Student-t over the held-out seeds of the two arms (``max(seeds, control_seeds)``) on log onset, ascent − control,
+    above ``control_margin``. That is the difference of the two log onset ratios against the baseline (the
+    baseline's onset cancels), so seeds run for this claim alone need no baseline. A seed whose control did not
+    memorise by switch-off (train accuracy < 0.99) says nothing about what delays generalisation: a failed unit."""
+    op = m["intervention_op"]
+    asc, ctl = _modular_seeds(m, "ascent"), _modular_seeds(m, "control")
+    held = [i for i in range(min(len(asc), len(ctl))) if i not in cfg.pilot_seeds]
+    la = [math.log(_censored_onset(asc[i], m)) for i in held]
+    lc = [math.log(_censored_onset(ctl[i], m)) if _num(ctl[i]["train_acc_at_off"]) >= 0.99 else math.nan
           for i in held]  # fmt: skip
     size, grad = [], []
     for i in held:
@@ -474,12 +509,13 @@ def check_control(m: dict, cfg) -> Any:
         grad.append(round(gc / ga, 4) if ga and gc is not None else None)
     return decide.paired(
         la, lc, above=cfg.control_margin,
-        note="units: held-out seeds; a seed whose control did not memorise by switch-off is a failed unit",
-        ascent_log_onset_ratio=[round(v, 4) for v in la], control_log_onset_ratio=[round(v, 4) for v in lc],
+        note="units: held-out seeds of the ascent and control arms; log onset, ascent − control (= the difference "
+             "of their log onset ratios to the baseline); a seed whose control did not memorise by switch-off is a "
+             "failed unit",
+        ascent_onset=[asc[i]["onset"] for i in held], control_onset=[ctl[i]["onset"] for i in held],
         control_train_acc_at_off=[round(_num(ctl[i]["train_acc_at_off"]), 4) for i in held],
         control_max_test_acc_while_on=[round(_num(ctl[i]["max_test_acc_reg_on"]), 4) for i in held],
-        control_onset=[ctl[i]["onset"] for i in held], control_term_size_over_ascent_term=size,
-        control_grad_norm_over_ascent_grad_norm=grad,
+        control_term_size_over_ascent_term=size, control_grad_norm_over_ascent_grad_norm=grad,
     )  # fmt: skip
 
 
@@ -577,76 +613,87 @@ def _modular_lambda(cfg, arm: str) -> float:
             "suppress": cfg.suppress_lambda, "encourage": cfg.encourage_lambda}[arm]
 
 
+def _arm_seeds(cfg, arm: str) -> int:
+    """The ascent and the control run ``max(seeds, control_seeds)`` seeds (claim 5's units); other arms ``seeds``."""
+    return max(cfg.seeds, cfg.control_seeds) if arm in ("ascent", "control") else cfg.seeds
+
+
 def _arm_steps(cfg, arm: str) -> int:
     """Encouragement and the control only need the early phase (onset / the on-phase): shorter runs."""
     n = {"encourage": cfg.encourage_steps, "control": cfg.control_steps}.get(arm, 0)
     return min(n, cfg.steps) if n > 0 else cfg.steps
 
 
-def _run_job(job: tuple) -> tuple[dict, dict, dict | None]:
-    cfg_d, (task, op, arm, _i, (data_seed, init_seed, batch_seed)), device, target = job
-    cfg = Grokking.Config(**cfg_d)
-    setup_torch(cfg.threads)
-    gen = torch.Generator().manual_seed(batch_seed)
-    if task == "modular":
-        split = modular_split(cfg.p, op, cfg.train_fraction, data_seed)
-        if cfg.model == "mlp":
-            x = torch.from_numpy(one_hot_pairs(split.a, split.b, cfg.p))
-        else:
-            x = torch.from_numpy(token_sequences(split.a, split.b, cfg.p, op))
-        y = torch.from_numpy(split.c)
-        tr, te = torch.from_numpy(split.train), torch.from_numpy(split.test)
-        torch.manual_seed(init_seed)  # same init for every arm of a seed
-        if cfg.model == "mlp":
-            model: nn.Module = MLP(2 * cfg.p, (cfg.hidden, cfg.hidden), cfg.p)
-        else:
-            model = TinyTransformer(vocab_size(cfg.p), cfg.p, cfg.d_model, cfg.n_heads, cfg.n_layers, max_len=4)
-        anchor = None
-        if arm == "control" and cfg.control_kind == "headpull":
-            w0 = model.head.weight.detach()  # R: a fixed random matrix with the head's initial norm
-            r = torch.randn(w0.shape, generator=torch.Generator().manual_seed(init_seed + 1), dtype=w0.dtype)
-            anchor = (r * (w0.norm() / r.norm())).to(device)
-        regime = Regime(
-            steps=_arm_steps(cfg, arm),
-            lr=cfg.lr,
-            weight_decay=cfg.weight_decay,
-            warmup=cfg.warmup,
-            log_every=cfg.log_every,
-            reg="none" if arm == "baseline" else (cfg.control_kind if arm == "control" else arm),
-            lam=_modular_lambda(cfg, arm),
-            reg_off=cfg.ascent_off if arm in ("ascent", "control") else None,
-            start_at_mem=arm in ("suppress", "encourage") and cfg.collapse_start_at_mem,
-            ramp=cfg.collapse_ramp if arm in ("suppress", "encourage") else 0,
-            temperature=cfg.ascent_temperature,
-            weight_cap=cfg.ascent_cap,
-            ncc_cap=cfg.suppress_cap,
-            target_sizes=None if target is None else tuple(target),
-            control_sign=cfg.control_sign,
-            anchor=anchor,
-            record_grad=arm in ("ascent", "control") and cfg.control_kind == "headpull",
-        )
-        data = tuple(a.to(device) for a in (x[tr], y[tr], x[te], y[te]))
-        sizes: list[float] = []
-        grads: list[float] = []
-        series = train(model.to(device), data, cfg.p, regime, gen, sizes_out=sizes, grads_out=grads)
-        summ = summarise(series, cfg.onset_threshold, cfg.gen_threshold, cfg.window)
-        on = [a for st, a in zip(series["step"], series["test_acc"]) if st < cfg.ascent_off]
-        tr_on = [a for st, a in zip(series["step"], series["train_acc"]) if st < cfg.ascent_off]
-        summ["max_test_acc_reg_on"] = max(on)
-        summ["train_acc_at_off"] = tr_on[-1]
-        summ["last_step"] = series["step"][-1]
-        if grads:
-            on_g = grads[: cfg.ascent_off]
-            summ["reg_grad_on_mean"] = float(np.mean(on_g))
-            summ["reg_grad_on_median"] = float(np.median(on_g))
-        return series, summ, ({"sizes": sizes, "grads": grads} if arm == "ascent" else None)
+def _modular_member(cfg, op: str, arm: str, seeds: tuple[int, int, int], device: str) -> tuple:
+    """One seed's model (its own init), data (its own split) and, for the head-pull control, its anchor R."""
+    data_seed, init_seed, _ = seeds
+    split = modular_split(cfg.p, op, cfg.train_fraction, data_seed)
+    if cfg.model == "mlp":
+        x = torch.from_numpy(one_hot_pairs(split.a, split.b, cfg.p))
+    else:
+        x = torch.from_numpy(token_sequences(split.a, split.b, cfg.p, op))
+    y = torch.from_numpy(split.c)
+    tr, te = torch.from_numpy(split.train), torch.from_numpy(split.test)
+    torch.manual_seed(init_seed)  # same init for every arm of a seed
+    if cfg.model == "mlp":
+        model: nn.Module = MLP(2 * cfg.p, (cfg.hidden, cfg.hidden), cfg.p)
+    else:
+        model = TinyTransformer(vocab_size(cfg.p), cfg.p, cfg.d_model, cfg.n_heads, cfg.n_layers, max_len=4)
+    anchor = None
+    if arm == "control" and cfg.control_kind == "headpull":
+        w0 = model.head.weight.detach()  # R: a fixed random matrix with the head's initial norm
+        r = torch.randn(w0.shape, generator=torch.Generator().manual_seed(init_seed + 1), dtype=w0.dtype)
+        anchor = (r * (w0.norm() / r.norm())).to(device)
+    data = tuple(a.to(device) for a in (x[tr], y[tr], x[te], y[te]))
+    return model, data, anchor
+
+
+def _modular_regime(cfg, arm: str, anchor: torch.Tensor | None = None, target: list[float] | None = None) -> Regime:
+    return Regime(
+        steps=_arm_steps(cfg, arm),
+        lr=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        warmup=cfg.warmup,
+        log_every=cfg.log_every,
+        reg="none" if arm == "baseline" else (cfg.control_kind if arm == "control" else arm),
+        lam=_modular_lambda(cfg, arm),
+        reg_off=cfg.ascent_off if arm in ("ascent", "control") else None,
+        start_at_mem=arm in ("suppress", "encourage") and cfg.collapse_start_at_mem,
+        ramp=cfg.collapse_ramp if arm in ("suppress", "encourage") else 0,
+        temperature=cfg.ascent_temperature,
+        weight_cap=cfg.ascent_cap,
+        ncc_cap=cfg.suppress_cap,
+        target_sizes=None if target is None else tuple(target),
+        control_sign=cfg.control_sign,
+        anchor=anchor,
+        record_grad=arm in ("ascent", "control") and cfg.control_kind == "headpull",
+    )
+
+
+def _modular_result(cfg, arm: str, series: dict, sizes: list[float], grads: list[float]) -> tuple:
+    summ = summarise(series, cfg.onset_threshold, cfg.gen_threshold, cfg.window)
+    on = [a for st, a in zip(series["step"], series["test_acc"]) if st < cfg.ascent_off]
+    tr_on = [a for st, a in zip(series["step"], series["train_acc"]) if st < cfg.ascent_off]
+    summ["max_test_acc_reg_on"] = max(on)
+    summ["train_acc_at_off"] = tr_on[-1]
+    summ["last_step"] = series["step"][-1]
+    if grads:
+        on_g = grads[: cfg.ascent_off]
+        summ["reg_grad_on_mean"] = float(np.mean(on_g))
+        summ["reg_grad_on_median"] = float(np.median(on_g))
+    return series, summ, ({"sizes": sizes, "grads": grads} if arm == "ascent" else None)
+
+
+def _digits_member(cfg, seeds: tuple[int, int, int], device: str) -> tuple:
+    data_seed, init_seed, _ = seeds
     split = digits_split(test_fraction=1 - cfg.digits_train / 1797, seed=data_seed)
     data = tuple(torch.from_numpy(a).to(device) for a in (split.x_train, split.y_train, split.x_test, split.y_test))
     torch.manual_seed(init_seed)
-    model = MLP(64, (cfg.digits_hidden, cfg.digits_hidden), 10)
-    per_epoch = math.ceil(len(split.y_train) / cfg.digits_batch)
-    off = cfg.digits_off * per_epoch
-    regime = Regime(
+    return MLP(64, (cfg.digits_hidden, cfg.digits_hidden), 10), data
+
+
+def _digits_regime(cfg, arm: str, per_epoch: int) -> Regime:
+    return Regime(
         steps=cfg.digits_epochs * per_epoch,
         lr=cfg.digits_lr,
         optimizer="sgd",
@@ -654,12 +701,15 @@ def _run_job(job: tuple) -> tuple[dict, dict, dict | None]:
         log_every=per_epoch * max(1, cfg.digits_epochs // 30),
         reg="none" if arm == "baseline" else arm,
         lam=cfg.digits_ascent_lambda if arm == "ascent" else cfg.digits_suppress_lambda,
-        reg_off=off if arm == "ascent" else None,
+        reg_off=cfg.digits_off * per_epoch if arm == "ascent" else None,
         temperature=cfg.ascent_temperature,
         weight_cap=cfg.ascent_cap,
         ncc_cap=cfg.suppress_cap,
     )
-    series = train(model.to(device), data, 10, regime, gen)
+
+
+def _digits_result(cfg, series: dict, per_epoch: int) -> tuple:
+    off = cfg.digits_off * per_epoch
     series["epoch"] = [st / per_epoch for st in series["step"]]
     summ = {
         "acc_at_off": value_at(series["step"], series["test_acc"], off),
@@ -670,6 +720,48 @@ def _run_job(job: tuple) -> tuple[dict, dict, dict | None]:
         "final_kappa_bound": series["kappa_bound"][-1],
     }
     return series, summ, None
+
+
+def _run_job(job: tuple) -> list[tuple[dict, dict, dict | None]]:
+    """Train the seeds of one arm: as one :class:`StackedMLP` (MLPs with ``cfg.stack``), else one by one. Returns,
+    per seed in order, (series, summary, the ascent's per-step term sizes and gradient norms or None)."""
+    from genlab.studies._grokking_stacked import StackedMLP, keep_freed_memory, train_stacked
+
+    cfg_d, (task, op, arm, _idx, seeds), device, targets = job
+    cfg = Grokking.Config(**cfg_d)
+    setup_torch(cfg.threads)
+    if cfg.stack:
+        keep_freed_memory()
+    targets = targets or [None] * len(seeds)
+    gens = [torch.Generator().manual_seed(sd[2]) for sd in seeds]
+    if task == "modular":
+        members = [_modular_member(cfg, op, arm, sd, device) for sd in seeds]
+        if cfg.model == "mlp" and cfg.stack:
+            model = StackedMLP([m for m, _, _ in members]).to(device)
+            data = tuple(torch.stack([d[j] for _, d, _ in members]) for j in range(4))
+            anchors = torch.stack([a for _, _, a in members]) if members[0][2] is not None else None
+            regime = _modular_regime(cfg, arm)
+            tgt = targets if any(t is not None for t in targets) else None
+            out = train_stacked(model, data, cfg.p, regime, gens, tgt, anchors)
+            return [_modular_result(cfg, arm, *r) for r in zip(*out)]
+        results = []
+        for (model, data, anchor), gen, target in zip(members, gens, targets):
+            sizes: list[float] = []
+            grads: list[float] = []
+            series = train(model.to(device), data, cfg.p, _modular_regime(cfg, arm, anchor, target), gen,
+                           sizes_out=sizes, grads_out=grads)  # fmt: skip
+            results.append(_modular_result(cfg, arm, series, sizes, grads))
+        return results
+    members = [_digits_member(cfg, sd, device) for sd in seeds]
+    per_epoch = math.ceil(len(members[0][1][1]) / cfg.digits_batch)
+    regime = _digits_regime(cfg, arm, per_epoch)
+    if cfg.stack:
+        model = StackedMLP([m for m, _ in members]).to(device)
+        data = tuple(torch.stack([d[j] for _, d in members]) for j in range(4))
+        series_list = train_stacked(model, data, 10, regime, gens)[0]
+    else:
+        series_list = [train(m.to(device), d, 10, regime, g) for (m, d), g in zip(members, gens)]
+    return [_digits_result(cfg, series, per_epoch) for series in series_list]
 
 
 # -- the study -----------------------------------------------------------------------------------------------
@@ -707,6 +799,7 @@ class Grokking(Study):
         steps: int = 2000
         log_every: int = 50
         seeds: int = 8
+        control_seeds: int = 14  # seeds of the ascent and control arms, for claim 5 (0 = seeds; power: docs)
         pilot_seeds: tuple[int, ...] = (0,)  # seeds the λ values were piloted on: left out of claims 4-8
         # interventions (run on ops[0])
         ascent_lambda: float = 10.0
@@ -749,6 +842,7 @@ class Grokking(Study):
         digits_margin: float = 0.1
         digits_final_tol: float = 0.02  # final test accuracy "unchanged": within this of the baseline
         threads: int = 1
+        stack: bool = True  # train an arm's seeds side by side as one stacked MLP (results as if one by one)
         workers: int = 2  # processes for independent runs (1 = in this process); results do not depend on it
         arms: tuple[str, ...] = ARMS
 
@@ -781,6 +875,7 @@ class Grokking(Study):
             "ascent_off": 40,
             "seeds": 1,
             "pilot_seeds": (),  # smoke decides nothing; its one seed exercises every check
+            "control_seeds": 0,
             "digits_train": 100,
             "digits_hidden": 32,
             "digits_epochs": 4,
@@ -801,6 +896,7 @@ class Grokking(Study):
             "steps": 30_000,
             "log_every": 250,
             "seeds": 6,  # 5 held out from the pilot seed
+            "control_seeds": 0,  # the transformer is not stacked: no extra claim-5 seeds (hours each on CPU)
             "ascent_lambda": 0.01,
             "ascent_off": 15_000,
             "encourage_steps": 0,
@@ -861,32 +957,35 @@ class Grokking(Study):
         setup_torch(cfg.threads)
         metrics: dict[str, Any] = {"intervention_op": cfg.ops[0], "ascent_off": cfg.ascent_off, "modular": {},
                                    "series": {}, "steps": cfg.steps, "log_every": cfg.log_every}
-        specs = []
+        groups = []  # one job per (task, op, arm): its seeds are trained side by side
         for op in cfg.ops if cfg.modular else ():
             for arm in ARMS:
                 if arm in cfg.arms and (arm == "baseline" or op == cfg.ops[0]):
-                    for i in range(cfg.seeds):
-                        seeds = tuple(ctx.seed_for(kind, op, i) for kind in ("split", "init", "batch"))
-                        specs.append(("modular", op, arm, i, seeds))
+                    idx = list(range(_arm_seeds(cfg, arm)))
+                    seeds = [tuple(ctx.seed_for(kind, op, i) for kind in ("split", "init", "batch")) for i in idx]
+                    groups.append(("modular", op, arm, idx, seeds))
         if cfg.digits:
             for arm in DIGITS_ARMS:
                 if arm in cfg.arms:
-                    for i in range(cfg.seeds):
-                        seeds = tuple(ctx.seed_for(kind, i) for kind in ("digits", "digits-init", "digits-b"))
-                        specs.append(("digits", "digits", arm, i, seeds))
+                    idx = list(range(cfg.seeds))
+                    kinds = ("digits", "digits-init", "digits-b")
+                    seeds = [tuple(ctx.seed_for(kind, i) for kind in kinds) for i in idx]
+                    groups.append(("digits", "digits", arm, idx, seeds))
         cfg_dict = dataclasses.asdict(cfg)
         # the control is matched step by step to the size of its seed's ascent term, so it runs after the ascent
-        first = [sp for sp in specs if sp[2] != "control"]
-        results = ctx.map(_run_job, [(cfg_dict, sp, ctx.device, None) for sp in first], processes=cfg.workers,
+        first = [g for g in groups if g[2] != "control"]
+        results = ctx.map(_run_job, [(cfg_dict, g, ctx.device, None) for g in first], processes=cfg.workers,
                           desc="grokking")
         key = "sizes" if cfg.control_kind == "normpen" else "grads"  # match the term's size or its gradient norm
-        targets = {sp[3]: r[2][key] for sp, r in zip(first, results) if sp[0] == "modular" and sp[2] == "ascent"}
-        second = [sp for sp in specs if sp[2] == "control"]
+        targets = {i: r[2][key] for g, rs in zip(first, results) if g[0] == "modular" and g[2] == "ascent"
+                   for i, r in zip(g[3], rs)}  # fmt: skip
+        second = [g for g in groups if g[2] == "control"]
         if second:
-            results += ctx.map(_run_job, [(cfg_dict, sp, ctx.device, targets.get(sp[3])) for sp in second],
+            results += ctx.map(_run_job, [(cfg_dict, g, ctx.device, [targets.get(i) for i in g[3]]) for g in second],
                                processes=cfg.workers, desc="grokking control")
-        specs = first + second
-        for (task, op, arm, i, _), (series, summ, _sizes) in zip(specs, results):
+        specs = [(task, op, arm, i) for task, op, arm, idx, _ in first + second for i in idx]
+        results = [r for rs in results for r in rs]
+        for (task, op, arm, i), (series, summ, _sizes) in zip(specs, results):
             if task == "modular":
                 metrics["series"][f"modular/{op}/{arm}/{i}"] = series
                 metrics["modular"].setdefault(op, {}).setdefault(arm, []).append(summ)
