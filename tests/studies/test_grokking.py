@@ -12,7 +12,6 @@ from genlab.measures.flatness import flatness_penalty, relative_flatness
 from genlab.measures.neural_collapse import ncc, neural_collapse
 from genlab.nn.mlp import MLP
 from genlab.nn.transformer import TinyTransformer
-from genlab.studies._grokking_stacked import StackedMLP, stacked_flatness, stacked_ncc, train_stacked
 from genlab.studies.grokking import (
     Grokking,
     Regime,
@@ -34,6 +33,7 @@ from genlab.studies.grokking import (
     units_for_power,
     value_at,
 )
+from genlab.studies.grokking.stacked import StackedMLP, stacked_flatness, stacked_ncc, train_stacked
 
 CFG = Grokking.config("quick")
 

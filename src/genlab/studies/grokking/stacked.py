@@ -20,25 +20,6 @@ from torch import nn
 from genlab.nn.mlp import MLP
 
 
-def keep_freed_memory(limit: int = 256 << 20) -> bool:
-    """Ask glibc's malloc to keep freed blocks up to ``limit`` bytes instead of unmapping them (mallopt
-    M_MMAP_THRESHOLD / M_TRIM_THRESHOLD). A stacked step allocates and frees megabyte temporaries hundreds of times;
-    with the default dynamic threshold each came back as fresh zeroed pages (≈ 4·10⁴ page faults per step, ~10 %
-    of a run's CPU as system time). Results are unaffected. False where there is no glibc (nothing changed)."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name) if name else None
-        mallopt = libc.mallopt if libc is not None else None
-    except (OSError, AttributeError):
-        return False
-    if mallopt is None:
-        return False
-    return bool(mallopt(-3, limit)) and bool(mallopt(-1, 2 * limit))  # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
-
-
 class StackedMLP(nn.Module):
     """S ReLU MLPs of the same sizes as one module: hidden layer j has weight (S, d_in, d_out) and bias
     (S, 1, d_out); the bias-free head is (S, k, d) in ``nn.Linear``'s layout (row c is class c)."""

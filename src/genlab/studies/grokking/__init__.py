@@ -725,7 +725,8 @@ def _digits_result(cfg, series: dict, per_epoch: int) -> tuple:
 def _run_job(job: tuple) -> list[tuple[dict, dict, dict | None]]:
     """Train the seeds of one arm: as one :class:`StackedMLP` (MLPs with ``cfg.stack``), else one by one. Returns,
     per seed in order, (series, summary, the ascent's per-step term sizes and gradient norms or None)."""
-    from genlab.studies._grokking_stacked import StackedMLP, keep_freed_memory, train_stacked
+    from genlab.harness.torch_setup import keep_freed_memory
+    from genlab.studies.grokking.stacked import StackedMLP, train_stacked
 
     cfg_d, (task, op, arm, _idx, seeds), device, targets = job
     cfg = Grokking.Config(**cfg_d)
