@@ -78,6 +78,7 @@ VOCAB = COMMA + 1
 SHORT_MAX, LONG_MIN = 6, 10  # "less than 6 words", "at least 10 words"
 RANGE = (6, 9)  # "between 6 and 9 words": neither "short" (< 6) nor "long" (>= 10) satisfies it
 PRIME_WORDS = tuple(i for i, w in enumerate(WORDS) if len(w) in (2, 3, 5, 7, 11, 13))  # river, cat, bread, ...
+_PRIME_ARRAY = np.array(PRIME_WORDS)
 MAX_WORDS = 14
 ARMS = ("base", "sft", "dpo", "grpo")
 BLIND = "grpo-blind"  # the control: the GRPO policy shown its prompts with every instruction token deleted
@@ -108,12 +109,12 @@ def sample_prompts(rng: np.random.Generator, n: int, split: str, max_constraints
     prompts = []
     while len(prompts) < n:
         k = int(rng.integers(1, min(max_constraints, len(kinds_pool)) + 1))
-        kinds = [str(x) for x in rng.choice(kinds_pool, size=k, replace=False)]
+        kinds = [kinds_pool[i] for i in rng.choice(len(kinds_pool), size=k, replace=False)]  # (indices: same draws)
         if sum(kind in WORD_KINDS for kind in kinds) > 1:
             continue  # one argument slot: at most one word constraint per prompt
         if {"short", "long"} <= set(kinds):
             continue
-        pool = PRIME_WORDS if "prime" in kinds else range(len(WORDS))  # a word argument must be usable
+        pool = _PRIME_ARRAY if "prime" in kinds else len(WORDS)  # a word argument must be usable
         words = rng.choice(pool, size=k, replace=False)
         prompts.append([(kind, int(w) if kind in WORD_KINDS else None) for kind, w in zip(kinds, words)])
     return prompts
