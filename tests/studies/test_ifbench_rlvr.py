@@ -210,3 +210,16 @@ def test_cached_sampling_of_the_study_prompts_matches_full_prefix_sampling():
         logits, cache = model.decode(seq[:, t : t + 1], cache)
     with torch.no_grad():
         assert torch.allclose(logits, model(seq[:, :-1])[:, -1], atol=1e-5)
+
+
+def test_a_type_missing_from_a_small_evaluation_set_is_none_and_the_figure_still_draws(tmp_path):
+    from genlab.harness.runner import run_study
+
+    # 3 training-type prompts carry at most 6 of the 8 training types: some per-type accuracy cannot be measured
+    overrides = {"eval_prompts": 3, "pretrain_steps": 2, "finetune_steps": 1}
+    result = run_study("ifbench-rlvr", "smoke", overrides, seed=0, root=tmp_path)
+    per_type = result.metrics["per_type"]["grpo"]
+    missing = [k for k in TRAIN_TYPES if None in per_type[k]]
+    assert missing and all(v is None or 0.0 <= v <= 1.0 for k in KINDS for v in per_type[k])
+    assert (result.run_dir / "figures" / "ifbench-rlvr.png").stat().st_size > 1000
+    assert "error" not in {v.verdict for v in result.verdicts}

@@ -456,7 +456,7 @@ class IFBenchRLVR(Study):
             ax3 = axes[2]
             width = 0.8 / len(arms)
             for i, arm in enumerate(arms):
-                means = [np.mean(metrics["per_type"][arm][k]) for k in KINDS]
+                means = [_mean_of_units(metrics["per_type"][arm][k]) for k in KINDS]
                 ax3.bar(np.arange(len(KINDS)) + (i - (len(arms) - 1) / 2) * width, means, width=width,
                         label={"base": "pre-trained", "sft": "SFT"}.get(arm, arm.upper()))  # fmt: skip
             ax3.axvline(len(TRAIN_TYPES) - 0.5, color="k", lw=0.8, ls="--")
@@ -475,6 +475,12 @@ class IFBenchRLVR(Study):
             ),
         )
         return [path]
+
+
+def _mean_of_units(values: list[float | None]) -> float:
+    """Mean over the units that measured a value (NaN, an empty bar, when none did)."""
+    vals = [v for v in values if v is not None]
+    return float(np.mean(vals)) if vals else float("nan")
 
 
 def run_unit(job: tuple[Any, RunContext, int]) -> dict[str, Any]:
@@ -554,7 +560,8 @@ def _finetune_and_score(cfg: Any, ctx: RunContext, seed: int, model) -> dict[str
             for cons, row in zip(prompts, v):
                 for (kind, _), ok in zip(cons, row):
                     per_type[kind].append(ok)
-        out["per_type"][arm] = {k: float(np.mean(v)) for k, v in per_type.items()}
+        # (a small evaluation set can miss a type: then None, not the NaN of an empty mean)
+        out["per_type"][arm] = {k: float(np.mean(v)) if v else None for k, v in per_type.items()}
     out["curves"], out["grad_gap"], out["dpo_pair_rate"] = curves, grad_gap, pair_rate
     out["heldout_in_training"] = len(seen & set(HELDOUT_TYPES))
     return out
