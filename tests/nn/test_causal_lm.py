@@ -1,5 +1,6 @@
 import copy
 
+import pytest
 import torch
 
 from genlab.nn.causal_lm import TinyLM
@@ -78,3 +79,46 @@ def test_policy_gradient_step_in_micro_batches_makes_the_same_update():
         for p, q in zip(models[0].parameters(), other.parameters()):
             assert torch.allclose(p, q, atol=1e-6)
     assert any(not torch.equal(p, q) for p, q in zip(base.parameters(), models[0].parameters()))
+
+
+def _cached_model() -> tuple[TinyLM, torch.Tensor]:
+    torch.manual_seed(0)
+    model = TinyLM(12, d_model=32, n_heads=4, n_layers=2, max_len=14).eval()
+    # prompts with padding tokens inside (as the ifbench-rlvr prompts): TinyLM has no attention mask, so a pad is
+    # an ordinary token in both paths
+    prompts = torch.tensor([[1, 0, 5, 0, 2], [1, 7, 5, 6, 2], [1, 0, 0, 0, 2], [1, 9, 8, 0, 2]]).repeat(8, 1)
+    return model, prompts
+
+
+def test_cached_decoding_gives_the_logits_of_the_full_prefix_forward():
+    model, prompts = _cached_model()
+    seq = torch.cat([prompts, torch.randint(0, 12, (len(prompts), 9), generator=torch.Generator().manual_seed(2))], 1)
+    logits, cache = model.decode(seq[:, :5])
+    assert torch.allclose(logits, model(seq[:, :5])[:, -1], atol=1e-5)
+    for t in range(5, seq.shape[1]):
+        logits, cache = model.decode(seq[:, t : t + 1], cache)
+        full = model(seq[:, : t + 1])[:, -1]
+        assert logits.dtype == torch.float32 and torch.allclose(logits, full, atol=1e-5, rtol=1e-5)
+        assert cache[0][0].shape == (len(seq), 4, t + 1, 8)
+
+
+def test_cached_sampling_draws_the_same_tokens_as_full_prefix_sampling():
+    model, prompts = _cached_model()
+    for temperature, max_new in ((1.0, 9), (0.7, 9), (0.0, 9), (1.0, 12)):  # 5 + 12 > max_len: the window path too
+        runs = [
+            model.sample(prompts, max_new, 3, 0, temperature, torch.Generator().manual_seed(4), use_cache=c)
+            for c in (True, False)
+        ]
+        assert torch.equal(runs[0], runs[1])
+        assert runs[0].shape == (len(prompts), max_new)
+    ended = runs[0].eq(3).any(1)
+    assert ended.any() and not ended.all()  # rows that ended early (then padded) and rows that ran to max_new
+
+
+def test_cache_refuses_a_sequence_beyond_max_len_and_several_positions_at_once():
+    model, prompts = _cached_model()
+    _, cache = model.decode(prompts)
+    with pytest.raises(ValueError, match="one position"):
+        model.decode(prompts[:, :2], cache)
+    with pytest.raises(ValueError, match="max_len"):
+        model.decode(torch.zeros(len(prompts), 15, dtype=torch.long))

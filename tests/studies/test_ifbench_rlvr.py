@@ -185,3 +185,41 @@ def test_smoke_run_keeps_held_out_types_out_of_training_and_gradients_split_inva
                 assert acc == pytest.approx(np.mean(rows))
         assert set(m["per_type"][arm]) == set(KINDS)
     assert {v.key: v.verdict for v in result.verdicts}["held-out-types-never-trained"] == "reproduced"
+
+
+def test_cached_sampling_of_the_study_prompts_matches_full_prefix_sampling():
+    """The study samples with TinyLM's key/value cache; its prompts carry <pad> tokens (no argument word, fewer
+    constraints than slots, and the prompt-blind rows are all padding) that the model reads as ordinary tokens, so
+    the cached and the full-prefix forward must agree on them too. The study's max_len fits prompt + response, so
+    every sampled token is a cached one."""
+    cfg = IFBenchRLVR.Config()
+    torch.manual_seed(0)
+    model = TinyLM(VOCAB, 32, 4, 2, max_len=prompt_len(cfg.max_constraints) + cfg.max_new).eval()
+    prompts = sample_prompts(np.random.default_rng(5), 24, "heldout", cfg.max_constraints)
+    rows = [encode_prompt(c, cfg.max_constraints) for c in prompts]
+    rows += [[rows[0][0], *[PAD] * (len(rows[0]) - 2), rows[0][-1]]] * 8  # prompt-blind rows
+    x = torch.as_tensor(rows)
+    assert 0 < int((x[:24] == PAD).any(1).sum()) < 24  # prompts with and without padding
+    assert x.shape[1] + cfg.max_new - 1 <= model.max_len
+    runs = [model.sample(x, cfg.max_new, EOS, PAD, generator=torch.Generator().manual_seed(6), use_cache=c)
+            for c in (True, False)]  # fmt: skip
+    assert torch.equal(runs[0], runs[1])
+    seq = torch.cat([x, runs[0]], 1)
+    logits, cache = model.decode(seq[:, : x.shape[1]])
+    for t in range(x.shape[1], seq.shape[1] - 1):
+        logits, cache = model.decode(seq[:, t : t + 1], cache)
+    with torch.no_grad():
+        assert torch.allclose(logits, model(seq[:, :-1])[:, -1], atol=1e-5)
+
+
+def test_a_type_missing_from_a_small_evaluation_set_is_none_and_the_figure_still_draws(tmp_path):
+    from genlab.harness.runner import run_study
+
+    # 3 training-type prompts carry at most 6 of the 8 training types: some per-type accuracy cannot be measured
+    overrides = {"eval_prompts": 3, "pretrain_steps": 2, "finetune_steps": 1}
+    result = run_study("ifbench-rlvr", "smoke", overrides, seed=0, root=tmp_path)
+    per_type = result.metrics["per_type"]["grpo"]
+    missing = [k for k in TRAIN_TYPES if None in per_type[k]]
+    assert missing and all(v is None or 0.0 <= v <= 1.0 for k in KINDS for v in per_type[k])
+    assert (result.run_dir / "figures" / "ifbench-rlvr.png").stat().st_size > 1000
+    assert "error" not in {v.verdict for v in result.verdicts}

@@ -10,6 +10,8 @@ from torch import nn
 
 from genlab.nn.transformer import Block
 
+KVCache = list[tuple[torch.Tensor, torch.Tensor]]  # per block: keys and values (n, heads, t, d_head)
+
 
 class TinyLM(nn.Module):
     """Next-token model over ``vocab_size`` tokens and contexts of at most ``max_len`` tokens."""
@@ -35,6 +37,22 @@ class TinyLM(nn.Module):
         return self.head(self.ln_f(x))
 
     @torch.no_grad()
+    def decode(self, tokens: torch.Tensor, cache: KVCache | None = None) -> tuple[torch.Tensor, KVCache]:
+        """Incremental decoding with a key/value cache (inference only): the logits (n, vocab) of the next token
+        after ``tokens`` and the cache to pass with the next call. Without ``cache``, ``tokens`` (n, t) is a whole
+        prefix; with it, ``tokens`` (n, 1) is the one position after the cached ones, so each new token costs one
+        position instead of the prefix. The same numbers as ``self(prefix)[:, -1]`` up to float rounding."""
+        start = 0 if cache is None else cache[0][0].shape[2]
+        if start + tokens.shape[1] > self.max_len:
+            raise ValueError(f"sequence of {start + tokens.shape[1]} tokens exceeds max_len={self.max_len}")
+        x = self.tok(tokens) + self.pos(torch.arange(start, start + tokens.shape[1], device=tokens.device))
+        new_cache = []
+        for i, block in enumerate(self.blocks):
+            x, kv = block.forward_cached(x, None if cache is None else cache[i])
+            new_cache.append(kv)
+        return self.head(self.ln_f(x[:, -1])), new_cache
+
+    @torch.no_grad()
     def sample(
         self,
         prompts: torch.Tensor,
@@ -43,14 +61,21 @@ class TinyLM(nn.Module):
         pad: int,
         temperature: float = 1.0,
         generator: torch.Generator | None = None,
+        use_cache: bool = True,
     ) -> torch.Tensor:
         """Continue each prompt (n, t0, all the same length) by up to ``max_new`` tokens; after ``eos`` a row is
-        padded with ``pad``. ``temperature=0`` is greedy. Returns the new tokens (n, max_new)."""
+        padded with ``pad``. ``temperature=0`` is greedy. Returns the new tokens (n, max_new). With ``use_cache``
+        (the default) the keys and values of past positions are kept (:meth:`decode`) while the sequence fits in
+        ``max_len``; beyond it (and with ``use_cache=False``) every token recomputes the last ``max_len`` positions."""
         seq = prompts
         done = torch.zeros(len(prompts), dtype=torch.bool, device=prompts.device)
-        out = []
+        out: list[torch.Tensor] = []
+        cache = None
         for _ in range(max_new):
-            logits = self(seq[:, -self.max_len :])[:, -1]
+            if use_cache and seq.shape[1] <= self.max_len:
+                logits, cache = self.decode(seq if cache is None else seq[:, -1:], cache)
+            else:
+                logits = self(seq[:, -self.max_len :])[:, -1]
             if temperature == 0:
                 nxt = logits.argmax(-1)
             else:

@@ -36,6 +36,24 @@ class Block(nn.Module):
         x = x + F.dropout(self.proj(att.transpose(1, 2).reshape(b, t, d)), p, self.training)
         return x + F.dropout(self.mlp(self.ln2(x)), p, self.training)
 
+    def forward_cached(
+        self, x: torch.Tensor, past: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """:meth:`forward` for incremental decoding (no dropout): ``x`` (b, t, d) are the next positions and
+        ``past`` the keys and values (b, heads, t_past, d_head) of the positions before them, or ``None`` when ``x``
+        starts the sequence. Without ``past`` the ``t`` positions attend causally; with it ``t`` must be 1 (the new
+        position attends to all). Returns the block's output and the keys and values of all positions so far."""
+        b, t, d = x.shape
+        if past is not None and t != 1:
+            raise ValueError(f"with cached keys and values, decode one position at a time (got {t})")
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (u.view(b, t, self.n_heads, d // self.n_heads).transpose(1, 2) for u in (q, k, v))
+        if past is not None:
+            k, v = torch.cat([past[0], k], 2), torch.cat([past[1], v], 2)
+        att = F.scaled_dot_product_attention(q, k, v, is_causal=past is None)
+        x = x + self.proj(att.transpose(1, 2).reshape(b, t, d))
+        return x + self.mlp(self.ln2(x)), (k, v)
+
 
 class TinyTransformer(nn.Module):
     """Decoder-only transformer that classifies a sequence of ``max_len`` tokens (or fewer) from its last position."""

@@ -78,6 +78,7 @@ VOCAB = COMMA + 1
 SHORT_MAX, LONG_MIN = 6, 10  # "less than 6 words", "at least 10 words"
 RANGE = (6, 9)  # "between 6 and 9 words": neither "short" (< 6) nor "long" (>= 10) satisfies it
 PRIME_WORDS = tuple(i for i, w in enumerate(WORDS) if len(w) in (2, 3, 5, 7, 11, 13))  # river, cat, bread, ...
+_PRIME_ARRAY = np.array(PRIME_WORDS)
 MAX_WORDS = 14
 ARMS = ("base", "sft", "dpo", "grpo")
 BLIND = "grpo-blind"  # the control: the GRPO policy shown its prompts with every instruction token deleted
@@ -108,12 +109,12 @@ def sample_prompts(rng: np.random.Generator, n: int, split: str, max_constraints
     prompts = []
     while len(prompts) < n:
         k = int(rng.integers(1, min(max_constraints, len(kinds_pool)) + 1))
-        kinds = [str(x) for x in rng.choice(kinds_pool, size=k, replace=False)]
+        kinds = [kinds_pool[i] for i in rng.choice(len(kinds_pool), size=k, replace=False)]  # (indices: same draws)
         if sum(kind in WORD_KINDS for kind in kinds) > 1:
             continue  # one argument slot: at most one word constraint per prompt
         if {"short", "long"} <= set(kinds):
             continue
-        pool = PRIME_WORDS if "prime" in kinds else range(len(WORDS))  # a word argument must be usable
+        pool = _PRIME_ARRAY if "prime" in kinds else len(WORDS)  # a word argument must be usable
         words = rng.choice(pool, size=k, replace=False)
         prompts.append([(kind, int(w) if kind in WORD_KINDS else None) for kind, w in zip(kinds, words)])
     return prompts
@@ -455,7 +456,7 @@ class IFBenchRLVR(Study):
             ax3 = axes[2]
             width = 0.8 / len(arms)
             for i, arm in enumerate(arms):
-                means = [np.mean(metrics["per_type"][arm][k]) for k in KINDS]
+                means = [_mean_of_units(metrics["per_type"][arm][k]) for k in KINDS]
                 ax3.bar(np.arange(len(KINDS)) + (i - (len(arms) - 1) / 2) * width, means, width=width,
                         label={"base": "pre-trained", "sft": "SFT"}.get(arm, arm.upper()))  # fmt: skip
             ax3.axvline(len(TRAIN_TYPES) - 0.5, color="k", lw=0.8, ls="--")
@@ -474,6 +475,12 @@ class IFBenchRLVR(Study):
             ),
         )
         return [path]
+
+
+def _mean_of_units(values: list[float | None]) -> float:
+    """Mean over the units that measured a value (NaN, an empty bar, when none did)."""
+    vals = [v for v in values if v is not None]
+    return float(np.mean(vals)) if vals else float("nan")
 
 
 def run_unit(job: tuple[Any, RunContext, int]) -> dict[str, Any]:
@@ -553,7 +560,8 @@ def _finetune_and_score(cfg: Any, ctx: RunContext, seed: int, model) -> dict[str
             for cons, row in zip(prompts, v):
                 for (kind, _), ok in zip(cons, row):
                     per_type[kind].append(ok)
-        out["per_type"][arm] = {k: float(np.mean(v)) for k, v in per_type.items()}
+        # (a small evaluation set can miss a type: then None, not the NaN of an empty mean)
+        out["per_type"][arm] = {k: float(np.mean(v)) if v else None for k, v in per_type.items()}
     out["curves"], out["grad_gap"], out["dpo_pair_rate"] = curves, grad_gap, pair_rate
     out["heldout_in_training"] = len(seen & set(HELDOUT_TYPES))
     return out
