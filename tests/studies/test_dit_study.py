@@ -35,7 +35,7 @@ def _v(m):
 
 
 KEYS = ["global-memorises", "early-window-lowers-gap", "late-window-weaker", "early-window-beats-random-mask",
-        "early-attention-local-at-large-n", "benefit-shrinks-with-n"]
+        "early-attention-local-at-large-n", "benefit-shrinks-with-n", "early-window-raises-heldout-psnr"]
 
 
 def test_claims_in_order_premise_first():
@@ -43,7 +43,9 @@ def test_claims_in_order_premise_first():
 
 
 def test_paper_like_numbers_reproduce():
-    assert _v(_metrics()) == ["reproduced"] * 6
+    assert _v(_metrics()) == ["reproduced"] * 7
+    held = _ev(_metrics(), 6)  # held-out PSNR: early 20.8 dB vs global 19.0 dB
+    assert held.test.method == "t" and held.test.n == 5 and held.test.effect == pytest.approx(1.8, abs=0.1)
     ev = _ev(_metrics(), 1)  # early windows lower the gap by 2 dB: a paired t-test over the 5 seeds
     assert ev.test.method == "t" and ev.test.n == 5 and ev.test.effect == pytest.approx(2.0, abs=1e-9)
     pre = _ev(_metrics(), 0)  # premise: global gap 6 dB vs the 1 dB margin
@@ -53,7 +55,8 @@ def test_paper_like_numbers_reproduce():
 
 def test_contradicting_numbers_do_not():
     v = _v(_metrics(gap_small=(4.0, 6.0, 3.0, 5.0), gap_large=(1.0, -3.0, 0.5, 1.0), mass=(0.6, 0.45)))
-    assert v == ["reproduced"] + ["not reproduced"] * 4 + ["inconclusive"]  # no small-n benefit to shrink
+    # no small-n benefit to shrink; held-out PSNR: early 18.8 vs global 21.0 dB
+    assert v == ["reproduced"] + ["not reproduced"] * 4 + ["inconclusive", "not reproduced"]
     v = _v(_metrics(gap_small=(6.0, 5.0, 5.5, 5.8), gap_large=(1.0, -3.0, 0.5, 1.0)))
     assert v[5] == "not reproduced"
     v = _v(_metrics(gap_small=(6.0, 5.0, 5.5, 4.5)))  # the random mask helps more than the window
@@ -63,7 +66,7 @@ def test_contradicting_numbers_do_not():
 def test_premise_gates_the_gap_claims():
     # no memorisation at the smallest n: the premise is not reproduced, every gap claim withheld (tests kept)
     v = _v(_metrics(gap_small=(0.2, 0.1, 0.15, 0.2)))
-    assert v[0] == "not reproduced" and v[1:4] == ["inconclusive"] * 3 and v[5] == "inconclusive"
+    assert v[0] == "not reproduced" and v[1:4] == ["inconclusive"] * 3 and v[5:] == ["inconclusive"] * 2
     ev = _ev(_metrics(gap_small=(0.2, 0.1, 0.15, 0.2)), 1)
     assert ev.held is None and ev.test is not None and "premise global-memorises is not met" in ev.note
     # a global gap whose CI straddles the margin: premise undecided, gap claims withheld
@@ -76,7 +79,7 @@ def test_premise_gates_the_gap_claims():
     # copies are reported, not required: a memorising gap without copies still decides
     m = _metrics()
     m["results"]["copy"] = [[[0.0] * 4, [0.0] * 4]] * 5
-    assert _v(m) == ["reproduced"] * 6
+    assert _v(m) == ["reproduced"] * 7
 
 
 def test_matched_train_psnr_guard():
@@ -100,7 +103,7 @@ def test_benefit_shrinks_cannot_pass_when_every_arm_generalises_at_large_n():
 
 
 def test_bad_configs_are_rejected():
-    for bad in ({"seeds": "0"}, {"window": "0"}, {"n_values": "10"}, {"large_n_arms": "early"},
+    for bad in ({"seeds": "0"}, {"window": "0"}, {"replicate": "-1"}, {"n_values": "10"}, {"large_n_arms": "early"},
                 {"small_n_arms": "global,random"}, {"small_n_arms": "global,early,wide"}):
         with pytest.raises(ValueError):
             DiTLocality.config("quick", bad)
@@ -121,7 +124,7 @@ def test_quick_arms_leave_late_and_large_n_untested():
         seed[1] = [[float("nan")] * 4] * 4
     ev = DiTLocality.verdicts(m, cfg)
     assert [v.verdict for v in ev] == ["reproduced", "reproduced", "inconclusive", "reproduced", "inconclusive",
-                                       "inconclusive"]  # fmt: skip
+                                       "inconclusive", "reproduced"]  # fmt: skip
     for i in (2, 4, 5):
         assert ev[i].test is None and "nothing to test" in ev[i].note
     assert ev[1].test.n == 12 and ev[1].test.p_holm is not None
@@ -137,7 +140,7 @@ def test_seed_disagreement_is_inconclusive():
 
 
 def test_fewer_than_five_seeds_cannot_decide():
-    assert _v(_metrics(seeds=3)) == ["inconclusive"] * 6
+    assert _v(_metrics(seeds=3)) == ["inconclusive"] * 7
 
 
 def test_random_mask_matches_the_window_row_by_row_and_is_not_local():
@@ -175,3 +178,17 @@ def test_one_ensemble_pairs_arms_within_a_seed_and_separates_seeds():
     gap = np.array(r["gap"], dtype=float)  # the default arms: global, early, random at n = 5 only
     assert r["members"] == 2 * 3 and np.isnan(gap[:, 0, 2]).all() and np.isnan(gap[:, 1]).all()
     assert not np.isnan(gap[:, 0, [0, 1, 3]]).any()
+
+
+def test_quick_draws_replicate_one_and_replicate_zero_keeps_the_old_streams():
+    """The held-out PSNR claim was suggested by quick's replicate-0 run, so quick tests it on replicate 1: every
+    unit stream (init, subsets, batches, noise, mask) is new, the dataset split is the same; replicate 0 (smoke,
+    full) keeps the streams it always had."""
+    assert DiTLocality.config("quick").replicate == 1
+    assert DiTLocality.config("smoke").replicate == DiTLocality.config("full").replicate == 0
+    held = next(c for c in DiTLocality.claims if c.key == "early-window-raises-heldout-psnr")
+    assert held.requires == ("global-memorises",)
+    m = _metrics()
+    for seed in m["results"]["gap"]:
+        seed[0][1] = float("nan")  # early arm not trained
+    assert _ev(m, 6).held is None and _ev(m, 6).test is None
