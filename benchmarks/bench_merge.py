@@ -176,7 +176,7 @@ def main() -> None:
             "models": [{"model": str(work / n), "parameters": {"weight": 0.5, "density": 0.5}} for n in names[1:]],
             "dtype": "bfloat16",
         }
-        if method == "task_arithmetic":
+        if method in ("task_arithmetic", "linear"):  # methods without a density
             for m in merge_cfg["models"]:
                 m["parameters"].pop("density")
         (work / f"{method}.yml").write_text(json.dumps(merge_cfg))

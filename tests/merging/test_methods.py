@@ -199,3 +199,21 @@ def test_blockwise_task_arithmetic_matches_the_stacked_ops_bit_for_bit(dtype, n)
             slow = gta_merge(TA, base, iter(experts), n, weights, normalize=normalize, lam=lam, chunked=False)
             assert fast.dtype == dtype and fast.shape == base.shape
             assert torch.equal(fast, slow), (shape, normalize, lam, int((fast != slow).sum()))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize("normalize", [True, False])
+def test_blockwise_linear_matches_the_whole_tensor_ops_bit_for_bit(dtype, normalize):
+    from genlab.merging import linear_merge
+    from genlab.merging.methods import CHUNK
+
+    g = _gen(7)
+    for n in (1, 2, 3, 5):
+        for shape in [(2 * CHUNK + 17,), (130, 257), (3,)]:
+            scale = torch.logspace(-6, 1, shape[-1], dtype=torch.float64)
+            tensors = [(torch.randn(shape, generator=g, dtype=torch.float64) * scale).to(dtype) for _ in range(n)]
+            weights = torch.randn(n, generator=g).tolist()
+            fast = linear_merge(iter(tensors), weights, normalize)
+            slow = linear_merge(iter(tensors), weights, normalize, chunked=False)
+            assert fast.dtype == dtype and fast.shape == tensors[0].shape
+            assert torch.equal(fast, slow), (n, shape, int((fast != slow).sum()))

@@ -507,28 +507,41 @@ def _pool():
     return _POOL
 
 
-def linear_merge(tensors: Iterable[torch.Tensor], weight: Sequence[float], normalize: bool = True) -> torch.Tensor:
+def linear_merge(
+    tensors: Iterable[torch.Tensor], weight: Sequence[float], normalize: bool = True, chunked: bool = True
+) -> torch.Tensor:
     """Weighted average Σᵢ wᵢθᵢ / Σᵢ wᵢ (or the plain weighted sum), accumulated in float32 (float64 for float64
-    inputs) and returned in the inputs' dtype, as mergekit's ``linear``."""
-    result = None
-    first_dtype = None
-    coeffs = None
-    count = 0
-    for i, tensor in enumerate(tensors):
-        if result is None:
-            if not tensor.is_floating_point():
-                raise TypeError("linear merging needs floating-point tensors")
-            first_dtype = tensor.dtype
-            acc = torch.float64 if tensor.dtype == torch.float64 else torch.float32
-            coeffs = torch.tensor(list(weight), dtype=acc, device=tensor.device)
-            result = torch.zeros_like(tensor, dtype=acc)
-        result.addcmul_(tensor, coeffs[i])
-        count += 1
-    if result is None or count != len(coeffs):
-        raise ValueError(f"linear merge expected {len(weight)} tensors, got {count}")
-    if normalize:
-        result.div_(coeffs.sum())
-    return result.to(first_dtype)
+    inputs) and returned in the inputs' dtype, as mergekit's ``linear``. Runs block by block (:data:`CHUNK`
+    elements, each block through the same ops: the same bits, tested) unless ``chunked=False``."""
+    tensors = list(tensors)
+    if len(tensors) != len(weight) or not tensors:
+        raise ValueError(f"linear merge expected {len(weight)} tensors, got {len(tensors)}")
+    first = tensors[0]
+    if not first.is_floating_point():
+        raise TypeError("linear merging needs floating-point tensors")
+    acc_dtype = torch.float64 if first.dtype == torch.float64 else torch.float32
+    coeffs = torch.tensor(list(weight), dtype=acc_dtype)
+    total = coeffs.sum()
+    if not chunked or not first.numel():
+        result = torch.zeros_like(first, dtype=acc_dtype)
+        for tensor, c in zip(tensors, coeffs):
+            result.addcmul_(tensor, c)
+        if normalize:
+            result.div_(total)
+        return result.to(first.dtype)
+    flat = [t.reshape(-1) for t in tensors]
+    out = torch.empty_like(flat[0])
+    acc = torch.empty(min(CHUNK, out.numel()), dtype=acc_dtype)
+    for start in range(0, out.numel(), CHUNK):
+        stop = min(start + CHUNK, out.numel())
+        a = acc[: stop - start]
+        a.zero_()
+        for t, c in zip(flat, coeffs):
+            a.addcmul_(t[start:stop], c)
+        if normalize:
+            a.div_(total)
+        out[start:stop].copy_(a)
+    return out.reshape(first.shape)
 
 
 def sce_merge(base: torch.Tensor, experts: Sequence[torch.Tensor], select_topk: float = 1.0,
