@@ -179,6 +179,9 @@ def main() -> None:
         if method in ("task_arithmetic", "linear"):  # methods without a density
             for m in merge_cfg["models"]:
                 m["parameters"].pop("density")
+        if method == "linear":  # no base apart: every checkpoint is an input (all three are read, as by the floor)
+            merge_cfg.pop("base_model")
+            merge_cfg["models"].insert(0, {"model": str(work / "base"), "parameters": {"weight": 1.0}})
         (work / f"{method}.yml").write_text(json.dumps(merge_cfg))
         for n in names:  # warm the page cache so both tools read from memory
             for f in (work / n).glob("*.safetensors"):
