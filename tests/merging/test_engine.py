@@ -254,3 +254,27 @@ def test_bad_checkpoints_are_clear_errors(models, tmp_path):
 def _write(path, text):
     path.write_text(text)
     return path
+
+
+def test_background_writer_reports_in_order_and_raises_a_failed_write(models, tmp_path):
+    """Writes run on a helper thread (io.merge_to_folder): on_tensor still sees every tensor once, in plan order,
+    after it is written; a write that fails on that thread raises on the caller's next call."""
+    from genlab.merging.checkpoint import TensorInfo
+    from genlab.merging.errors import MergeError
+    from genlab.merging.writer import BackgroundWriter, ShardedWriter, plan_shards
+
+    sds, paths = models
+    seen = []
+    summary = merge_to_folder(parse_config(_config(paths, "ties")), tmp_path / "out", max_shard_bytes=2000,
+                              on_tensor=lambda name, done, total: seen.append((name, done, total)))  # fmt: skip
+    assert [d for _, d, _ in seen] == list(range(1, summary.tensors + 1))
+    assert {t for _, _, t in seen} == {summary.tensors} and {n for n, _, _ in seen} == set(sds["base"])
+
+    infos = [TensorInfo("x", torch.float32, (2,)), TensorInfo("y", torch.float32, (2,))]
+    (tmp_path / "w").mkdir()
+    writer = BackgroundWriter(ShardedWriter(tmp_path / "w", plan_shards(infos)))
+    writer.write("x", torch.zeros(2))
+    writer.write("z", torch.zeros(2))  # not planned: fails on the helper thread
+    with pytest.raises(MergeError, match="'z' was not planned|does not match the plan"):
+        writer.finish()
+    writer.abort()

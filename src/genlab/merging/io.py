@@ -23,7 +23,7 @@ from genlab.merging.checkpoint import SafetensorsSource, Source
 from genlab.merging.config import MergeConfig, load_config
 from genlab.merging.engine import MergePlan, plan_merge, run_plan
 from genlab.merging.errors import CheckpointError, MergeError
-from genlab.merging.writer import DEFAULT_SHARD_BYTES, ShardedWriter, atomic_dir, plan_shards
+from genlab.merging.writer import DEFAULT_SHARD_BYTES, BackgroundWriter, ShardedWriter, atomic_dir, plan_shards
 
 # mergekit's list (merge.py, _copy_tokenizer): copied from the donor model when it has a tokenizer.
 TOKENIZER_FILES = (
@@ -98,12 +98,11 @@ def merge_to_folder(
     side = _side_files(cfg, copy_tokenizer, plan.n_layers, write_model_card, vocab)
     shards = plan_shards([j.out for j in plan.jobs], max_shard_bytes)
     with atomic_dir(out, force) as tmp:
-        writer = ShardedWriter(tmp, shards)
+        writer = BackgroundWriter(ShardedWriter(tmp, shards))  # tensor k is written while k + 1 is merged
         try:
             for done, (name, tensor) in enumerate(run_plan(plan, sources, seed, trim), 1):
-                writer.write(name, tensor)
-                if on_tensor is not None:
-                    on_tensor(name, done, len(plan.jobs))
+                report = None if on_tensor is None else (lambda n, done=done: on_tensor(n, done, len(plan.jobs)))
+                writer.write(name, tensor, report)
             writer.finish()
         finally:
             writer.abort()

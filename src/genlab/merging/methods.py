@@ -13,7 +13,10 @@ Generalized task arithmetic, for one tensor with base θ₀ and experts θ₁…
 
 Each step is the same torch operation, in the same order and dtype, as mergekit's
 ``GeneralizedTaskArithmeticMerge.merge_group`` and ``linear_merge``: the results agree bit for bit (tested).
-Experts are consumed one at a time, so only one expert tensor is alive besides the stacked task vectors.
+Methods that sparsify or elect signs consume the experts one at a time, so only one expert tensor is alive
+besides the stacked task vectors. ``task_arithmetic`` and ``linear`` instead take every input tensor at once and
+run block by block (:func:`task_arithmetic`, :func:`linear_merge`): each block of 2¹⁵ elements goes through
+mergekit's ops in cache, with the same roundings, and only the output is a new full-size tensor.
 """
 
 from __future__ import annotations
