@@ -181,11 +181,17 @@ def test_threshold_trim_gives_mergekit_bits_without_ties():
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 17])
-def test_blockwise_task_arithmetic_matches_the_stacked_ops_bit_for_bit(dtype, n):
+@pytest.mark.parametrize("halves", [False, True])
+def test_blockwise_task_arithmetic_matches_the_stacked_ops_bit_for_bit(dtype, n, halves, monkeypatch):
     """gta_merge without sparsification runs block by block (methods.task_arithmetic); it must give the bits of
     mergekit's stacked ops (chunked=False), over several blocks with a ragged last one, with normalize and lambda,
-    for task vectors of mixed magnitudes (so that every rounding shows); past chunked_max the stacked path runs."""
+    for task vectors of mixed magnitudes (so that every rounding shows), also with the two halves on two threads
+    (``halves``: SPLIT_MIN lowered to one block); past chunked_max the stacked path runs."""
+    from genlab.merging import methods
     from genlab.merging.methods import CHUNK
+
+    if halves:
+        monkeypatch.setattr(methods, "SPLIT_MIN", CHUNK)
 
     g = _gen(n)
     for shape in [(2 * CHUNK + 17,), (130, 257), (3,)]:
@@ -203,9 +209,13 @@ def test_blockwise_task_arithmetic_matches_the_stacked_ops_bit_for_bit(dtype, n)
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
 @pytest.mark.parametrize("normalize", [True, False])
-def test_blockwise_linear_matches_the_whole_tensor_ops_bit_for_bit(dtype, normalize):
-    from genlab.merging import linear_merge
+@pytest.mark.parametrize("halves", [False, True])
+def test_blockwise_linear_matches_the_whole_tensor_ops_bit_for_bit(dtype, normalize, halves, monkeypatch):
+    from genlab.merging import linear_merge, methods
     from genlab.merging.methods import CHUNK
+
+    if halves:
+        monkeypatch.setattr(methods, "SPLIT_MIN", CHUNK)
 
     g = _gen(7)
     for n in (1, 2, 3, 5):

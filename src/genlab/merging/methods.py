@@ -439,6 +439,24 @@ def gta_merge(
 CHUNK = 1 << 15  # elements: torch's grain size, so each op runs inline with its operands in the L2 cache
 
 
+SPLIT_MIN = 1 << 20  # elements: a block-wise merge of a larger tensor runs its two halves on two threads
+
+
+def in_halves(span: Callable[[int, int], None], n: int) -> None:
+    """Run ``span(lo, hi)`` over ``[0, n)``: for ``n >= SPLIT_MIN`` as two halves (split at a block boundary),
+    one on a helper thread and one on this one (torch releases the GIL inside each op), else in one go. Each
+    element's arithmetic does not depend on which thread or block computes it."""
+    if n < SPLIT_MIN:
+        span(0, n)
+        return
+    mid = (n // 2 + CHUNK - 1) // CHUNK * CHUNK
+    other = _pool().submit(span, mid, n)
+    try:
+        span(0, mid)
+    finally:
+        other.result()
+
+
 def chunked_max(base: torch.Tensor) -> int:
     """The most experts :func:`task_arithmetic` reproduces mergekit for: torch sums up to 16 (tested to 20)
     bfloat16 / float16 rows in order into one float32 accumulator, but float32 / float64 rows from the fifth on
@@ -468,30 +486,34 @@ def task_arithmetic(
     flat_base = base.reshape(-1)
     flat = [e.reshape(-1) for e in experts]
     out = torch.empty_like(flat_base)
-    tmp = torch.empty(min(CHUNK, out.numel()), dtype=dtype)
-    acc = torch.empty(tmp.numel(), dtype=torch.float32) if wide else None
-    for start in range(0, out.numel(), CHUNK):
-        stop = min(start + CHUNK, out.numel())
-        b, o = flat_base[start:stop], out[start:stop]
-        t = tmp[: stop - start]
-        a = acc[: stop - start] if wide else None
-        for i, e in enumerate(flat):
-            d = o if i == 0 and not wide else t
-            torch.sub(e[start:stop], b, out=d)
-            d.mul_(weights[i])
-            if wide and i == 0:
-                a.copy_(d)
-            elif wide:
-                a.add_(d)
-            elif i:
-                o.add_(d)
-        if wide:
-            o.copy_(a)
-        if normalize:
-            o.div_(divisor)
-        if lam != 1:
-            o.mul_(lam)
-        torch.add(b, o, out=o)
+
+    def span(lo: int, hi: int) -> None:
+        tmp = torch.empty(min(CHUNK, hi - lo), dtype=dtype)
+        acc = torch.empty(tmp.numel(), dtype=torch.float32) if wide else None
+        for start in range(lo, hi, CHUNK):
+            stop = min(start + CHUNK, hi)
+            b, o = flat_base[start:stop], out[start:stop]
+            t = tmp[: stop - start]
+            a = acc[: stop - start] if wide else None
+            for i, e in enumerate(flat):
+                d = o if i == 0 and not wide else t
+                torch.sub(e[start:stop], b, out=d)
+                d.mul_(weights[i])
+                if wide and i == 0:
+                    a.copy_(d)
+                elif wide:
+                    a.add_(d)
+                elif i:
+                    o.add_(d)
+            if wide:
+                o.copy_(a)
+            if normalize:
+                o.div_(divisor)
+            if lam != 1:
+                o.mul_(lam)
+            torch.add(b, o, out=o)
+
+    in_halves(span, out.numel())
     return out.reshape(base.shape)
 
 
@@ -534,16 +556,20 @@ def linear_merge(
         return result.to(first.dtype)
     flat = [t.reshape(-1) for t in tensors]
     out = torch.empty_like(flat[0])
-    acc = torch.empty(min(CHUNK, out.numel()), dtype=acc_dtype)
-    for start in range(0, out.numel(), CHUNK):
-        stop = min(start + CHUNK, out.numel())
-        a = acc[: stop - start]
-        a.zero_()
-        for t, c in zip(flat, coeffs):
-            a.addcmul_(t[start:stop], c)
-        if normalize:
-            a.div_(total)
-        out[start:stop].copy_(a)
+
+    def span(lo: int, hi: int) -> None:
+        acc = torch.empty(min(CHUNK, hi - lo), dtype=acc_dtype)
+        for start in range(lo, hi, CHUNK):
+            stop = min(start + CHUNK, hi)
+            a = acc[: stop - start]
+            a.zero_()
+            for t, c in zip(flat, coeffs):
+                a.addcmul_(t[start:stop], c)
+            if normalize:
+                a.div_(total)
+            out[start:stop].copy_(a)
+
+    in_halves(span, out.numel())
     return out.reshape(first.shape)
 
 
