@@ -191,9 +191,9 @@ def main() -> None:
             "genlab": [sys.executable, "-m", "genlab.cli", "merge", str(work / f"{method}.yml"), "--out",
                        str(work / f"out_genlab_{method}"), "--force", "--quiet"],
         }  # fmt: skip
-        if method in ("task_arithmetic", "linear"):  # reading through safe_open's memory map, as the floor does
-            runs["genlab --mmap"] = [*runs["genlab"], "--mmap"]
-            runs["genlab --mmap"][6] = str(work / f"out_genlab_mmap_{method}")
+        if method in ("task_arithmetic", "linear"):  # reading each tensor's bytes into a buffer (before: default)
+            runs["genlab --no-mmap"] = [*runs["genlab"], "--no-mmap"]
+            runs["genlab --no-mmap"][6] = str(work / f"out_genlab_nommap_{method}")
         if method in ("ties", "breadcrumbs", "breadcrumbs_ties"):
             runs["genlab --trim threshold"] = [*runs["genlab"], "--trim", "threshold"]
             runs["genlab --trim threshold"][6] = str(work / f"out_genlab_fast_{method}")
@@ -213,8 +213,8 @@ def main() -> None:
             theirs = read_all(work / f"out_mergekit_{method}")
             ours = read_all(work / f"out_genlab_{method}")
             same = set(ours) == set(theirs) and all(torch.equal(ours[k], theirs[k]) for k in theirs)
-            if "genlab --mmap" in results:
-                mapped = read_all(work / f"out_genlab_mmap_{method}")
+            if "genlab --no-mmap" in results:
+                mapped = read_all(work / f"out_genlab_nommap_{method}")
                 same = same and set(mapped) == set(theirs) and all(torch.equal(mapped[k], theirs[k]) for k in theirs)
             print(f"{method:>16} {'mergekit / genlab':>22} {m['wall'] / g['wall']:>7.1f}x {m['cpu'] / g['cpu']:>7.1f}x "
                   f"{m['rss_mb'] / g['rss_mb']:>11.1f}x   outputs identical: {same}")  # fmt: skip

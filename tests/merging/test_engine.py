@@ -278,3 +278,19 @@ def test_background_writer_reports_in_order_and_raises_a_failed_write(models, tm
     with pytest.raises(MergeError, match="'z' was not planned|does not match the plan"):
         writer.finish()
     writer.abort()
+
+
+@pytest.mark.parametrize("method", ["linear", "ties"])
+def test_reading_through_safe_open_or_into_buffers_gives_the_same_merge(models, tmp_path, method):
+    """merge_to_folder reads through safe_open by default (mmap=True); mmap=False (--no-mmap) reads each tensor's
+    bytes into a buffer: the outputs are the same bits."""
+    _, paths = models
+    cfg = _config(paths, method)
+    if method == "linear":
+        cfg["parameters"] = {"weight": 1.0}
+        cfg["models"][0]["parameters"].pop("density")
+    merge_to_folder(parse_config(cfg), tmp_path / "mapped", seed=5)
+    merge_to_folder(parse_config(cfg), tmp_path / "read", seed=5, mmap=False)
+    mapped, read = _read_folder(tmp_path / "mapped"), _read_folder(tmp_path / "read")
+    assert mapped and set(mapped) == set(read)
+    assert all(mapped[k].dtype == read[k].dtype and torch.equal(mapped[k], read[k]) for k in read)
