@@ -8,11 +8,12 @@ The floor reads every input tensor with ``safetensors.safe_open`` and writes one
 through genlab's writer, fsync included): no merge can take less. Each tool runs once per method after a warm-up
 read of the inputs (so every run reads from the page cache); wall time, CPU time (user + sys) and peak RSS come
 from ``/usr/bin/time``; every process gets torch's default threads. Throughput is input bytes / wall second. The
-outputs are compared with mergekit's tensor by tensor (``genlab`` must be identical; ``--trim threshold`` keeps
+outputs are compared with mergekit's tensor by tensor (``genlab``, and ``genlab --no-mmap`` for task_arithmetic and
+linear, must be identical; ``--trim threshold`` keeps
 the same number of entries, and the count of differing entries is printed). If mergekit is missing, its rows are
 skipped. On a shared machine, read the ratios (runs back to back), not the absolute times.
 
-Last results: see docs/merging.md ("Speed and memory").
+Last results: see docs/merging.md ("Streaming, speed and memory").
 """
 
 from __future__ import annotations
