@@ -8,11 +8,12 @@ The floor reads every input tensor with ``safetensors.safe_open`` and writes one
 through genlab's writer, fsync included): no merge can take less. Each tool runs once per method after a warm-up
 read of the inputs (so every run reads from the page cache); wall time, CPU time (user + sys) and peak RSS come
 from ``/usr/bin/time``; every process gets torch's default threads. Throughput is input bytes / wall second. The
-outputs are compared with mergekit's tensor by tensor (``genlab`` must be identical; ``--trim threshold`` keeps
+outputs are compared with mergekit's tensor by tensor (``genlab``, and ``genlab --no-mmap`` for task_arithmetic and
+linear, must be identical; ``--trim threshold`` keeps
 the same number of entries, and the count of differing entries is printed). If mergekit is missing, its rows are
 skipped. On a shared machine, read the ratios (runs back to back), not the absolute times.
 
-Last results: see docs/merging.md ("Speed and memory").
+Last results: see docs/merging.md ("Streaming, speed and memory").
 """
 
 from __future__ import annotations
@@ -176,9 +177,12 @@ def main() -> None:
             "models": [{"model": str(work / n), "parameters": {"weight": 0.5, "density": 0.5}} for n in names[1:]],
             "dtype": "bfloat16",
         }
-        if method == "task_arithmetic":
+        if method in ("task_arithmetic", "linear"):  # methods without a density
             for m in merge_cfg["models"]:
                 m["parameters"].pop("density")
+        if method == "linear":  # no base apart: every checkpoint is an input (all three are read, as by the floor)
+            merge_cfg.pop("base_model")
+            merge_cfg["models"].insert(0, {"model": str(work / "base"), "parameters": {"weight": 1.0}})
         (work / f"{method}.yml").write_text(json.dumps(merge_cfg))
         for n in names:  # warm the page cache so both tools read from memory
             for f in (work / n).glob("*.safetensors"):
@@ -188,6 +192,9 @@ def main() -> None:
             "genlab": [sys.executable, "-m", "genlab.cli", "merge", str(work / f"{method}.yml"), "--out",
                        str(work / f"out_genlab_{method}"), "--force", "--quiet"],
         }  # fmt: skip
+        if method in ("task_arithmetic", "linear"):  # reading each tensor's bytes into a buffer (before: default)
+            runs["genlab --no-mmap"] = [*runs["genlab"], "--no-mmap"]
+            runs["genlab --no-mmap"][6] = str(work / f"out_genlab_nommap_{method}")
         if method in ("ties", "breadcrumbs", "breadcrumbs_ties"):
             runs["genlab --trim threshold"] = [*runs["genlab"], "--trim", "threshold"]
             runs["genlab --trim threshold"][6] = str(work / f"out_genlab_fast_{method}")
@@ -207,6 +214,9 @@ def main() -> None:
             theirs = read_all(work / f"out_mergekit_{method}")
             ours = read_all(work / f"out_genlab_{method}")
             same = set(ours) == set(theirs) and all(torch.equal(ours[k], theirs[k]) for k in theirs)
+            if "genlab --no-mmap" in results:
+                mapped = read_all(work / f"out_genlab_nommap_{method}")
+                same = same and set(mapped) == set(theirs) and all(torch.equal(mapped[k], theirs[k]) for k in theirs)
             print(f"{method:>16} {'mergekit / genlab':>22} {m['wall'] / g['wall']:>7.1f}x {m['cpu'] / g['cpu']:>7.1f}x "
                   f"{m['rss_mb'] / g['rss_mb']:>11.1f}x   outputs identical: {same}")  # fmt: skip
             if "genlab --trim threshold" in results:

@@ -254,3 +254,43 @@ def test_bad_checkpoints_are_clear_errors(models, tmp_path):
 def _write(path, text):
     path.write_text(text)
     return path
+
+
+def test_background_writer_reports_in_order_and_raises_a_failed_write(models, tmp_path):
+    """Writes run on a helper thread (io.merge_to_folder): on_tensor still sees every tensor once, in plan order,
+    after it is written; a write that fails on that thread raises on the caller's next call."""
+    from genlab.merging.checkpoint import TensorInfo
+    from genlab.merging.errors import MergeError
+    from genlab.merging.writer import BackgroundWriter, ShardedWriter, plan_shards
+
+    sds, paths = models
+    seen = []
+    summary = merge_to_folder(parse_config(_config(paths, "ties")), tmp_path / "out", max_shard_bytes=2000,
+                              on_tensor=lambda name, done, total: seen.append((name, done, total)))  # fmt: skip
+    assert [d for _, d, _ in seen] == list(range(1, summary.tensors + 1))
+    assert {t for _, _, t in seen} == {summary.tensors} and {n for n, _, _ in seen} == set(sds["base"])
+
+    infos = [TensorInfo("x", torch.float32, (2,)), TensorInfo("y", torch.float32, (2,))]
+    (tmp_path / "w").mkdir()
+    writer = BackgroundWriter(ShardedWriter(tmp_path / "w", plan_shards(infos)))
+    writer.write("x", torch.zeros(2))
+    writer.write("z", torch.zeros(2))  # not planned: fails on the helper thread
+    with pytest.raises(MergeError, match="'z' was not planned|does not match the plan"):
+        writer.finish()
+    writer.abort()
+
+
+@pytest.mark.parametrize("method", ["linear", "ties"])
+def test_reading_through_safe_open_or_into_buffers_gives_the_same_merge(models, tmp_path, method):
+    """merge_to_folder reads through safe_open by default (mmap=True); mmap=False (--no-mmap) reads each tensor's
+    bytes into a buffer: the outputs are the same bits."""
+    _, paths = models
+    cfg = _config(paths, method)
+    if method == "linear":
+        cfg["parameters"] = {"weight": 1.0}
+        cfg["models"][0]["parameters"].pop("density")
+    merge_to_folder(parse_config(cfg), tmp_path / "mapped", seed=5)
+    merge_to_folder(parse_config(cfg), tmp_path / "read", seed=5, mmap=False)
+    mapped, read = _read_folder(tmp_path / "mapped"), _read_folder(tmp_path / "read")
+    assert mapped and set(mapped) == set(read)
+    assert all(mapped[k].dtype == read[k].dtype and torch.equal(mapped[k], read[k]) for k in read)

@@ -85,6 +85,12 @@ CASES = {
         "parameters": {"lambda": 0.8},
         "models": [("a", {"weight": 0.3}), ("b", {"weight": [{"filter": "mlp", "value": 0.9}, {"value": -0.2}]})],
     },
+    "task_arithmetic_bf16_3": {  # block-wise with a float32 accumulator (three experts), normalize and lambda
+        "merge_method": "task_arithmetic",
+        "dtype": "bfloat16",
+        "parameters": {"lambda": 0.7, "normalize": True},
+        "models": [("a", {"weight": 0.3}), ("b", {"weight": 0.9}), ("c", {"weight": -0.45})],
+    },
     "ties_bf16": {
         "merge_method": "ties",
         "dtype": "bfloat16",

@@ -177,3 +177,53 @@ def test_threshold_trim_gives_mergekit_bits_without_ties():
     exact = merge_tensor("ties", [base, *experts], 0, per)
     fast = merge_tensor("ties", [base, *experts], 0, per, trim="threshold")
     assert torch.equal(exact, fast)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 17])
+@pytest.mark.parametrize("halves", [False, True])
+def test_blockwise_task_arithmetic_matches_the_stacked_ops_bit_for_bit(dtype, n, halves, monkeypatch):
+    """gta_merge without sparsification runs block by block (methods.task_arithmetic); it must give the bits of
+    mergekit's stacked ops (chunked=False), over several blocks with a ragged last one, with normalize and lambda,
+    for task vectors of mixed magnitudes (so that every rounding shows), also with the two halves on two threads
+    (``halves``: SPLIT_MIN lowered to one block); past chunked_max the stacked path runs."""
+    from genlab.merging import methods
+    from genlab.merging.methods import CHUNK
+
+    if halves:
+        monkeypatch.setattr(methods, "SPLIT_MIN", CHUNK)
+
+    g = _gen(n)
+    for shape in [(2 * CHUNK + 17,), (130, 257), (3,)]:
+        scale = torch.logspace(-6, 1, shape[-1], dtype=torch.float64)
+        base = (torch.randn(shape, generator=g, dtype=torch.float64) * scale).to(dtype)
+        experts = [(base.double() + torch.randn(shape, generator=g, dtype=torch.float64) * scale * 0.3).to(dtype)
+                   for _ in range(n)]  # fmt: skip
+        weights = torch.randn(n, generator=g).tolist()
+        for normalize, lam in [(False, 1.0), (True, 0.7), (False, 1.3)]:
+            fast = gta_merge(TA, base, iter(experts), n, weights, normalize=normalize, lam=lam)
+            slow = gta_merge(TA, base, iter(experts), n, weights, normalize=normalize, lam=lam, chunked=False)
+            assert fast.dtype == dtype and fast.shape == base.shape
+            assert torch.equal(fast, slow), (shape, normalize, lam, int((fast != slow).sum()))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("halves", [False, True])
+def test_blockwise_linear_matches_the_whole_tensor_ops_bit_for_bit(dtype, normalize, halves, monkeypatch):
+    from genlab.merging import linear_merge, methods
+    from genlab.merging.methods import CHUNK
+
+    if halves:
+        monkeypatch.setattr(methods, "SPLIT_MIN", CHUNK)
+
+    g = _gen(7)
+    for n in (1, 2, 3, 5):
+        for shape in [(2 * CHUNK + 17,), (130, 257), (3,)]:
+            scale = torch.logspace(-6, 1, shape[-1], dtype=torch.float64)
+            tensors = [(torch.randn(shape, generator=g, dtype=torch.float64) * scale).to(dtype) for _ in range(n)]
+            weights = torch.randn(n, generator=g).tolist()
+            fast = linear_merge(iter(tensors), weights, normalize)
+            slow = linear_merge(iter(tensors), weights, normalize, chunked=False)
+            assert fast.dtype == dtype and fast.shape == tensors[0].shape
+            assert torch.equal(fast, slow), (n, shape, int((fast != slow).sum()))

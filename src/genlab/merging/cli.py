@@ -46,7 +46,14 @@ def merge_command(
         typer.Option("--write-model-card/--no-write-model-card", help="Write README.md describing the merge."),
     ] = True,
     force: Annotated[bool, typer.Option("--force", help="Replace a non-empty output folder.")] = False,
-    mmap: Annotated[bool, typer.Option("--mmap", help="Read inputs through safetensors' memory map.")] = False,
+    mmap: Annotated[
+        bool,
+        typer.Option(
+            "--mmap/--no-mmap",
+            help="Read inputs through safetensors' safe_open (default; faster at model scale) or, with --no-mmap, "
+            "each tensor's bytes straight into a buffer.",
+        ),
+    ] = True,
     trim: Annotated[
         str,
         typer.Option(

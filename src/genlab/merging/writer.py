@@ -137,6 +137,45 @@ class ShardedWriter:
             self._fh = None
 
 
+class BackgroundWriter:
+    """A :class:`ShardedWriter` whose writes run on one helper thread, so writing tensor k (a file write and,
+    at a shard's end, its fsync: both release the GIL) overlaps merging tensor k + 1. At most one write is in
+    flight: ``write`` first waits for the previous one (re-raising its error), so besides the tensor being
+    merged only one finished tensor is held. ``done(name)`` runs on the caller's thread once that tensor is
+    on disk."""
+
+    def __init__(self, writer: ShardedWriter):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.writer = writer
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="genlab-write")
+        self._pending = None  # (future, name, done callback)
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            future, name, done = self._pending
+            self._pending = None
+            future.result()
+            if done is not None:
+                done(name)
+
+    def write(self, name: str, tensor: torch.Tensor, done=None) -> None:
+        self._wait()
+        self._pending = (self._pool.submit(self.writer.write, name, tensor), name, done)
+
+    def finish(self) -> None:
+        self._wait()
+        self.writer.finish()
+
+    def abort(self) -> None:
+        """Let a write in flight end (its error, if any, is dropped: the caller is already failing), then close."""
+        if self._pending is not None:
+            self._pending[0].exception()
+            self._pending = None
+        self._pool.shutdown(wait=True)
+        self.writer.abort()
+
+
 @contextmanager
 def atomic_dir(dest: str | Path, force: bool = False) -> Iterator[Path]:
     """Yield a fresh temporary folder next to ``dest``; on success rename it to ``dest``, on any error delete
