@@ -269,6 +269,48 @@ def _predict(model, tokens: np.ndarray, normalize: bool | None, valid) -> np.nda
     return np.concatenate(out, axis=1)
 
 
+# per-step cost (ms, one core) of one ensemble: a fixed part per ensemble and a part per task (5 seeds) that grows
+# with the padded vocabulary for the full family (whose step computes A(e_k) h for every token k); measured 2026-12-05
+STEP_MS_FIXED = {"full": 2.7, "full+add": 3.0, "lstm": 2.5, CP_SWEEP: 3.0}
+STEP_MS_PER_TASK = {"full": 0.6, "full+add": 0.7, "lstm": 0.5, CP_SWEEP: 0.5}
+VOCAB_PADDED = FULL_FAMILY  # the models whose step cost grows with the (padded) vocabulary
+TASK_OVERHEAD = 4.5  # an ensemble's fixed cost in units of one task-vocabulary slot of the full family
+
+
+def job_groups(specs: Sequence[JobSpec]) -> list[tuple[JobSpec, ...]]:
+    """Group the jobs that differ only in task and seeds into one ensemble each (:func:`train_jobs`). The full
+    family computes every token's transition at every step, so its tasks are split by padded vocabulary
+    (:func:`padded_groups`: parity/mod3 and mod5/S3 in quick); for the other models the vocabulary is only an input
+    projection and all tasks share one ensemble."""
+    from genlab.data.state_tracking import make_task
+
+    by_job: dict[JobSpec, list[JobSpec]] = {}
+    for s in specs:
+        by_job.setdefault(replace(s, task="", init_seed=0, data_seed=0, task_seed=0), []).append(s)
+    groups: list[tuple[JobSpec, ...]] = []
+    for key, members in by_job.items():
+        if key.model in VOCAB_PADDED:
+            groups += padded_groups(members, lambda s: make_task(s.task, s.task_seed).vocab, TASK_OVERHEAD)
+        else:
+            groups.append(tuple(members))
+    return groups
+
+
+def group_cost(group: Sequence[JobSpec]) -> float:
+    """Estimated training cost of a group (for load balance): steps x per-step cost, padded by vocabulary for the
+    full family, by rank for a CP group, 6x for the large groups (A4, S5 and up)."""
+    from genlab.data.state_tracking import make_task
+
+    s = group[0]
+    width = len(group) * s.seeds * len(s.lrs) / 5
+    if s.model in VOCAB_PADDED:
+        width *= max(make_task(g.task, g.task_seed).vocab for g in group) / 4
+    if s.ranks:
+        width *= len(s.ranks) * max(s.ranks) / 16
+    big = 6.0 if any(g.task.startswith(("a", "s5")) for g in group) else 1.0
+    return s.steps * big * (STEP_MS_FIXED.get(s.model, 1.5) + STEP_MS_PER_TASK.get(s.model, 0.3) * width)
+
+
 # ----------------------------------------------------------------------------------------- Prop. 3
 def frozen_diagonal_parity(
     hidden: int,
@@ -650,18 +692,11 @@ class StateTracking(Study):
         from genlab.harness.torch_setup import setup_torch
 
         setup_torch(1)
-        specs = self.jobs(cfg, ctx)
-        # heaviest first for load balance: loop cells with many parameters per step
-        cost = {"full": 8.0, "full+add": 8.0, "lstm": 5.0, "block2": 3.0, "block4": 3.0}
-
-        def weight(s: JobSpec) -> float:  # a CP group: its padded rank units (16 ~ one `cp-sweep` ensemble of 4)
-            base = len(s.ranks) * max(s.ranks) / 16 if s.ranks else cost.get(s.model, 1.0)
-            return base * s.steps * (6.0 if s.task.startswith(("a", "s5")) else 1.0)
-
-        specs.sort(key=lambda s: -weight(s))
+        groups = job_groups(self.jobs(cfg, ctx))
+        groups.sort(key=lambda g: -group_cost(g))  # heaviest first (longest-processing-time load balance)
         processes = cfg.workers if ctx.device == "cpu" else 1  # one process owns the GPU
         with ctx.timer("training"):
-            results = [r for rs in ctx.map(train_job, specs, processes=processes, desc="state tracking") for r in rs]
+            results = [r for rs in ctx.map(train_jobs, groups, processes=processes, desc="state tracking") for r in rs]
         for res in results:
             self._log_job(res, ctx)
 
