@@ -224,7 +224,15 @@ def test_lstm_matches_torch_lstm() -> None:
         ref.bias_hh_l0.zero_()
     x = torch.randn(1, 4, 12, D, generator=g)
     out, _ = ref(x[0])
-    assert torch.allclose(cell(x)[0], out, atol=1e-5)
+    ours = cell(x)[0]
+    assert torch.allclose(ours, out, atol=1e-5)
+    # gradients too (the fused gates: one sigmoid over all four, baddbmm, addcmul)
+    w = torch.randn(4, 12, H, generator=g)
+    (ours * w).sum().backward()
+    (out * w).sum().backward()
+    assert torch.allclose(cell.W_ih.grad[0], ref.weight_ih_l0.grad.T, atol=1e-5)
+    assert torch.allclose(cell.W_hh.grad[0], ref.weight_hh_l0.grad.T, atol=1e-5)
+    assert torch.allclose(cell.bias.grad[0], ref.bias_ih_l0.grad, atol=1e-5)
 
 
 # ----------------------------------------------------------------------------------------- invariances

@@ -121,6 +121,10 @@ def _rows(cache: object, n: int) -> object:
 class _LoopCell(StateCell):
     """A cell evaluated by a Python loop over time with an optional per-step normalisation.
 
+    ``prepare`` hands per-step inputs as one tensor per step (``unbind`` over time), not as one tensor indexed at
+    every step: the backward of an index allocates a zero gradient of the whole tensor per step (O(T²) memory
+    traffic), the backward of ``unbind`` stacks the steps' gradients once.
+
     ``skip_finished``: a model reading each sequence at its own length computes the loop only for the sequences
     still running (:meth:`forward` with ``lengths``). It pays where a step is heavy (the full cell: about
     1.3x); for light cells (CP, LSTM) the extra slicing costs as much as it saves, so they run every step.
@@ -233,7 +237,7 @@ class FullBilinear(_LoopCell):
         """(tokens (E, B, T) for one-hot inputs or None, the additive term ``B x_t + b`` (E, B, T, H) or None)."""
         tokens = _token_index(x)
         add = torch.einsum("ebtd,edh->ebth", x, self.B) + self.b[:, None, None, :] if self.additive else None
-        return tokens, add
+        return tokens, None if add is None else add.unbind(2)  # one tensor per step: see ``_LoopCell``
 
     def prefix_states(self, cache: object, min_len: int, batch: int, norm: bool) -> list[Tensor]:
         """For one-hot inputs, the first k steps by a prefix tree: the states after every one of the D^k token
@@ -277,7 +281,7 @@ class FullBilinear(_LoopCell):
         else:
             h_new = torch.bmm(x_t.reshape(E * B, 1, D), y.view(E * B, D, H)).view(E, B, H)
         if add is not None:
-            h_new = h_new + add[:, :, t]
+            h_new = h_new + add[t]
         return h_new
 
 
@@ -328,10 +332,10 @@ class CPBilinear(_LoopCell):
         return torch.einsum("eir,ebr,ejr->ebij", self.W1, c, self.W2)
 
     def prepare(self, x: Tensor) -> object:
-        return torch.einsum("ebtd,edr->ebtr", x, self.Wx) * self.rank_mask[:, None, None]
+        return (torch.einsum("ebtd,edr->ebtr", x, self.Wx) * self.rank_mask[:, None, None]).unbind(2)
 
     def step(self, h: Tensor, x_t: Tensor, t: int, cache: object) -> Tensor:
-        z = torch.bmm(h, self.W2) * cache[:, :, t]  # type: ignore[index]
+        z = torch.bmm(h, self.W2) * cache[t]  # type: ignore[index]
         return torch.bmm(z, self.W1.transpose(1, 2))
 
 
@@ -517,7 +521,7 @@ class EnsembleLSTM(_LoopCell):
         self.bias = nn.Parameter(bias)
 
     def prepare(self, x: Tensor) -> object:
-        return torch.einsum("ebtd,edg->ebtg", x, self.W_ih) + self.bias[:, None, None, :]
+        return (torch.einsum("ebtd,edg->ebtg", x, self.W_ih) + self.bias[:, None, None, :]).unbind(2)
 
     def forward(self, x: Tensor, normalize: bool | None = None, last_only: bool = False) -> Tensor:
         self._check(x)
@@ -528,10 +532,10 @@ class EnsembleLSTM(_LoopCell):
         c = x.new_zeros(E, B, H)
         states = []
         for t in range(T):
-            g = pre[:, :, t] + torch.bmm(h, self.W_hh)  # type: ignore[index]
-            i, f, gg, o = g.split(H, dim=-1)
-            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(gg)
-            h = torch.sigmoid(o) * torch.tanh(c)
+            g = torch.baddbmm(pre[t], h, self.W_hh)  # type: ignore[index]
+            s = torch.sigmoid(g)  # gates i, f, (unused), o in one op
+            c = torch.addcmul(s[..., H : 2 * H] * c, s[..., :H], torch.tanh(g[..., 2 * H : 3 * H]))
+            h = s[..., 3 * H :] * torch.tanh(c)
             if not last_only:
                 states.append(h)
         return h if last_only else torch.stack(states, dim=2)
