@@ -269,3 +269,29 @@ def test_label_smoothing_removes_the_mod3_phase_drift() -> None:
     (plain,) = train_job(_spec(**kw))
     assert min(smooth["acc"]["200"] + smooth["acc"]["500"]) >= 0.95
     assert np.mean(plain["acc"]["500"]) < 0.9
+
+
+def test_adam_step_equals_the_per_parameter_update() -> None:
+    """The foreach Adam equals Adam written out per parameter (per-member clipping and learning rates)."""
+    from genlab.studies.state_tracking import _adam_step
+
+    g = torch.Generator().manual_seed(0)
+    shapes = [(3, 4, 5), (3, 2), (3, 6, 1, 2)]
+    params = [torch.randn(*s, generator=g, requires_grad=True) for s in shapes]
+    ref = [p.detach().clone() for p in params]
+    state = [(torch.zeros(s), torch.zeros(s)) for s in shapes]
+    ref_state = [(torch.zeros(s), torch.zeros(s)) for s in shapes]
+    lr = torch.tensor([1e-2, 3e-3, 1e-1])
+    for t in range(1, 4):
+        grads = [torch.randn(*s, generator=g) * 3 for s in shapes]
+        _adam_step(params, grads, state, lr, t, clip=1.0)
+        scale = (1.0 / (sum(x.pow(2).flatten(1).sum(1) for x in grads).sqrt() + 1e-12)).clamp(max=1.0)
+        for p, gr, (m, v) in zip(ref, grads, ref_state, strict=True):
+            sh = (-1,) + (1,) * (p.ndim - 1)
+            gc = gr * scale.view(sh)
+            m.mul_(0.9).add_(0.1 * gc)
+            v.mul_(0.999).add_(0.001 * gc * gc)
+            p.sub_(lr.view(sh) * (m / (1 - 0.9**t)) / ((v / (1 - 0.999**t)).sqrt() + 1e-8))
+    for p, r in zip(params, ref, strict=True):
+        assert torch.allclose(p.detach(), r, rtol=1e-5, atol=1e-7)
+    assert not torch.allclose(params[0].detach(), ref[0] + 0.01)

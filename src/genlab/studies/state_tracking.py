@@ -73,17 +73,28 @@ def rank_groups(ranks: Sequence[int], overhead: float = 10.0) -> list[tuple[int,
 
 
 def _adam_step(params, grads, state, lr, t, clip, betas=(0.9, 0.999), eps=1e-8):  # type: ignore[no-untyped-def]
-    """Adam with per-ensemble-member learning rates ``lr`` (E,) and per-member gradient-norm clipping."""
+    """Adam with per-ensemble-member learning rates ``lr`` (E,) and per-member gradient-norm clipping, all
+    parameters at once (``torch._foreach_*``: a dozen ops per step instead of a dozen per parameter)."""
+    import torch
+
     sq = sum(g.pow(2).flatten(1).sum(1) for g in grads)
     scale = (clip / (sq.sqrt() + 1e-12)).clamp(max=1.0)
     b1, b2 = betas
-    for p, g, (m, v) in zip(params, grads, state, strict=True):
-        shape = (-1,) + (1,) * (p.ndim - 1)
-        g = g * scale.view(shape)
-        m.mul_(b1).add_(g, alpha=1 - b1)
-        v.mul_(b2).addcmul_(g, g, value=1 - b2)
-        step = (m / (1 - b1**t)) / ((v / (1 - b2**t)).sqrt() + eps)
-        p.data.sub_(step * lr.view(shape))
+    shapes = [(-1,) + (1,) * (p.ndim - 1) for p in params]
+    ms, vs = [m for m, _ in state], [v for _, v in state]
+    g = torch._foreach_mul(grads, [scale.view(sh) for sh in shapes])
+    torch._foreach_mul_(ms, b1)
+    torch._foreach_add_(ms, g, alpha=1 - b1)
+    torch._foreach_mul_(vs, b2)
+    torch._foreach_addcmul_(vs, g, g, value=1 - b2)
+    denom = torch._foreach_div(vs, 1 - b2**t)
+    torch._foreach_sqrt_(denom)
+    torch._foreach_add_(denom, eps)
+    step = torch._foreach_div(ms, 1 - b1**t)
+    torch._foreach_div_(step, denom)
+    torch._foreach_mul_(step, [lr.view(sh) for sh in shapes])
+    with torch.no_grad():
+        torch._foreach_sub_(params, step)
 
 
 def masked_cross_entropy(logits, labels, valid, label_smoothing: float = 0.0):  # type: ignore[no-untyped-def]
