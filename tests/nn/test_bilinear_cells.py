@@ -414,3 +414,28 @@ def test_skipping_finished_sequences_equals_reading_the_full_loop(additive: bool
     assert torch.allclose(model(tokens, lengths), read, atol=1e-5)
     with pytest.raises(ValueError, match="lengths must lie"):
         model(tokens, torch.full((30,), 11))
+
+
+@pytest.mark.parametrize("kind", ["diag", "rotation"])
+def test_scan_cells_read_each_length_by_a_masked_sum_equal_to_the_prefix_sum(kind: str) -> None:
+    """With ``lengths``, the diagonal and rotation cells sum each sequence's first L steps instead of scanning all
+    T: equal to reading the scanned states at L - 1, values and gradients, trained and normalised."""
+    g = _gen(29)
+    model = StateTrackingRNN(make_cell(kind, 3, 6, ensemble=3, generator=g), 3, 4, generator=g)
+    tokens = torch.randint(0, 3, (3, 20, 10), generator=g)
+    lengths = torch.randint(1, 11, (3, 20), generator=g)
+    lengths[0, 0] = 10
+    w = torch.randn(3, 20, 4, generator=g)
+    ps = list(model.parameters())
+    for train in (True, False):
+        model.train(train)
+        direct = model(tokens, lengths)
+        h = model.states(tokens)
+        read = model.logits_from_states(h.gather(2, (lengths - 1)[..., None, None].expand(-1, -1, 1, 6)).squeeze(2))
+        assert torch.allclose(direct, read, atol=1e-5)
+        ga = torch.autograd.grad((direct * w).sum(), ps)
+        gb = torch.autograd.grad((read * w).sum(), ps)
+        for a, b in zip(ga, gb, strict=True):
+            assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="lengths must lie"):
+        model(tokens, torch.full((20,), 11))

@@ -57,9 +57,17 @@ def _randn(generator: torch.Generator | None, *shape: int) -> Tensor:
     return torch.randn(*shape, generator=generator)
 
 
-def _prefix(v: Tensor, last_only: bool) -> Tensor:
-    """Prefix sums over time (dim 2) by ``torch.cumsum`` (one native scan); only the total (time length 1) when
-    ``last_only``."""
+def _prefix(v: Tensor, last_only: bool, lengths: Tensor | None = None) -> Tensor:
+    """Prefix sums over time (dim 2) of v (E, B, T, H) by ``torch.cumsum`` (one native scan); only the total (time
+    length 1) when ``last_only``; with ``lengths`` ((B,) or (E, B)) each sequence's sum over its first ``lengths``
+    steps (time length 1: a masked sum, not a scan)."""
+    if lengths is not None:
+        E, B, T = v.shape[:3]
+        lengths = torch.broadcast_to(lengths, (E, B))
+        if int(lengths.min()) < 1 or int(lengths.max()) > T:
+            raise ValueError(f"lengths must lie in [1, {T}]")
+        mask = torch.arange(T, device=v.device) < lengths[..., None]  # (E, B, T)
+        return torch.where(mask[..., None], v, 0.0).sum(dim=2, keepdim=True)
     return v.sum(dim=2, keepdim=True) if last_only else torch.cumsum(v, dim=2)
 
 
@@ -412,15 +420,19 @@ class RealDiagonal(StateCell):
         """The transition diagonals ``a_t = W x_t`` of shape (E, B, T, H)."""
         return torch.einsum("ebtd,edh->ebth", x, self.W)
 
-    def forward(self, x: Tensor, normalize: bool | None = None, last_only: bool = False) -> Tensor:
+    def forward(
+        self, x: Tensor, normalize: bool | None = None, last_only: bool = False, lengths: Tensor | None = None
+    ) -> Tensor:
+        """States (E, B, T, H); the last one (E, B, H) when ``last_only``; with ``lengths`` ((B,) or (E, B)) each
+        sequence's state after its own length (E, B, H), by a masked sum instead of a prefix sum."""
         self._check(x)
         a = self.diagonals(x)
-        log_mag = _prefix(a.abs().clamp_min(1e-30).log(), last_only)
-        flips = _prefix((a < 0).to(a.dtype), last_only)
+        log_mag = _prefix(a.abs().clamp_min(1e-30).log(), last_only, lengths)
+        flips = _prefix((a < 0).to(a.dtype), last_only, lengths)
         sign = 1.0 - 2.0 * torch.remainder(flips, 2.0)
         shift = log_mag.detach().amax(dim=-1, keepdim=True)
         h = self.h0[:, None, None, :] * sign * torch.exp(log_mag - shift)
-        h = h[:, :, -1] if last_only else h
+        h = h[:, :, -1] if last_only or lengths is not None else h
         return _unit(h) if self._normalize_flag(normalize) else h
 
 
@@ -463,14 +475,18 @@ class RotationCell(StateCell):
                 out[:, :, idx + i, idx + j] = rot[..., i, j]
         return out
 
-    def forward(self, x: Tensor, normalize: bool | None = None, last_only: bool = False) -> Tensor:
+    def forward(
+        self, x: Tensor, normalize: bool | None = None, last_only: bool = False, lengths: Tensor | None = None
+    ) -> Tensor:
+        """States (E, B, T, H); the last one (E, B, H) when ``last_only``; with ``lengths`` each sequence's state
+        after its own length (E, B, H)."""
         self._check(x)
-        total = _prefix(self.angles(x), last_only)
+        total = _prefix(self.angles(x), last_only, lengths)
         c, s = total.cos(), total.sin()
         h0 = self.h0.view(self.ensemble, 1, 1, self.hidden // 2, 2)
         re, im = h0[..., 0], h0[..., 1]
         h = torch.stack([c * re - s * im, s * re + c * im], dim=-1).flatten(-2)
-        h = h[:, :, -1] if last_only else h
+        h = h[:, :, -1] if last_only or lengths is not None else h
         return _unit(h) if self._normalize_flag(normalize) else h
 
 
@@ -612,7 +628,9 @@ class StateTrackingRNN(nn.Module):
     def forward(self, tokens: Tensor, lengths: Tensor | None = None, normalize: bool | None = None) -> Tensor:
         if lengths is None:
             return self.logits_from_states(self.states(tokens, normalize, last_only=True))
-        if isinstance(self.cell, _LoopCell) and self.cell.skip_finished:  # steps past a sequence's end are skipped
+        if isinstance(self.cell, RealDiagonal | RotationCell) or (isinstance(self.cell, _LoopCell)
+                                                                   and self.cell.skip_finished):
+            # each sequence's own final state directly (loop: steps past its end skipped; scans: a masked sum)
             return self.logits_from_states(self.cell(self.one_hot(tokens), normalize=normalize, lengths=lengths))
         h = self.states(tokens, normalize)
         idx = (lengths - 1).expand(tokens.shape[:2]).reshape(*tokens.shape[:2], 1, 1)
