@@ -416,10 +416,11 @@ def test_skipping_finished_sequences_equals_reading_the_full_loop(additive: bool
         model(tokens, torch.full((30,), 11))
 
 
-@pytest.mark.parametrize("kind", ["diag", "rotation"])
-def test_scan_cells_read_each_length_by_a_masked_sum_equal_to_the_prefix_sum(kind: str) -> None:
-    """With ``lengths``, the diagonal and rotation cells sum each sequence's first L steps instead of scanning all
-    T: equal to reading the scanned states at L - 1, values and gradients, trained and normalised."""
+@pytest.mark.parametrize("kind", ["diag", "rotation", "cp3", "lstm", "block2", "full"])
+def test_cells_read_each_length_equal_to_gathering_all_states(kind: str) -> None:
+    """With ``lengths``, each cell returns each sequence's state after its own length directly (scans: a masked sum
+    of its first L steps; loops: the state kept as the loop passes step L - 1; full: steps past the end skipped):
+    equal to reading all T states at L - 1, values and gradients, trained and normalised."""
     g = _gen(29)
     model = StateTrackingRNN(make_cell(kind, 3, 6, ensemble=3, generator=g), 3, 4, generator=g)
     tokens = torch.randint(0, 3, (3, 20, 10), generator=g)

@@ -62,11 +62,7 @@ def _prefix(v: Tensor, last_only: bool, lengths: Tensor | None = None) -> Tensor
     length 1) when ``last_only``; with ``lengths`` ((B,) or (E, B)) each sequence's sum over its first ``lengths``
     steps (time length 1: a masked sum, not a scan)."""
     if lengths is not None:
-        E, B, T = v.shape[:3]
-        lengths = torch.broadcast_to(lengths, (E, B))
-        if int(lengths.min()) < 1 or int(lengths.max()) > T:
-            raise ValueError(f"lengths must lie in [1, {T}]")
-        mask = torch.arange(T, device=v.device) < lengths[..., None]  # (E, B, T)
+        mask = torch.arange(v.shape[2], device=v.device) <= _last_steps(lengths, v.shape)[..., None]  # (E, B, T)
         return torch.where(mask[..., None], v, 0.0).sum(dim=2, keepdim=True)
     return v.sum(dim=2, keepdim=True) if last_only else torch.cumsum(v, dim=2)
 
@@ -77,6 +73,15 @@ def _token_index(x: Tensor) -> Tensor | None:
     if x.requires_grad or not bool(((x == 0) | (x == 1)).all()) or not bool((x.sum(-1) == 1).all()):
         return None
     return x.argmax(-1)
+
+
+def _last_steps(lengths: Tensor, shape: torch.Size | tuple[int, ...]) -> Tensor:
+    """Each sequence's last step ``lengths - 1`` as (E, B) for inputs of shape (E, B, T, ...), checked."""
+    E, B, T = shape[:3]
+    lengths = torch.broadcast_to(lengths, (E, B))
+    if int(lengths.min()) < 1 or int(lengths.max()) > T:
+        raise ValueError(f"lengths must lie in [1, {T}]")
+    return lengths - 1
 
 
 def _unit(h: Tensor) -> Tensor:
@@ -162,19 +167,24 @@ class _LoopCell(StateCell):
         each sequence's state after its own length (E, B, H), computed without the steps past its end."""
         self._check(x)
         norm = self._normalize_flag(normalize)
-        if lengths is not None:
+        if lengths is not None and self.skip_finished:
             return self._final_states(x, lengths, norm)
+        last = None if lengths is None else _last_steps(lengths, x.shape)
         cache = self.prepare(x)
         h = self.initial_state(x.shape[1])
         if norm:
             h = _unit(h)
         states = []
-        for t in range(x.shape[2]):
+        for t in range(x.shape[2] if last is None else int(last.max()) + 1):
             h = self.step(h, x[:, :, t], t, cache)
             if norm:
                 h = _unit(h)
-            if not last_only:
+            if last is not None:  # each sequence's state at its last step, kept as the loop passes it
+                states = [h if t == 0 else torch.where(last[..., None] == t, h, states[0])]
+            elif not last_only:
                 states.append(h)
+        if last is not None:
+            return states[0]
         return h if last_only else torch.stack(states, dim=2)
 
     def _final_states(self, x: Tensor, lengths: Tensor, norm: bool) -> Tensor:
@@ -183,9 +193,7 @@ class _LoopCell(StateCell):
         independent, so this equals reading the full loop's states at ``lengths - 1``, at about mean/max length of
         its work."""
         E, B, T, _ = x.shape
-        lengths = torch.broadcast_to(lengths, (E, B))
-        if int(lengths.min()) < 1 or int(lengths.max()) > T:
-            raise ValueError(f"lengths must lie in [1, {T}]")
+        lengths = _last_steps(lengths, x.shape) + 1
         order = torch.argsort(lengths, dim=1, descending=True, stable=True)
         lengths = lengths.gather(1, order)
         x = x.gather(1, order[:, :, None, None].expand_as(x))
@@ -539,21 +547,30 @@ class EnsembleLSTM(_LoopCell):
     def prepare(self, x: Tensor) -> object:
         return (torch.einsum("ebtd,edg->ebtg", x, self.W_ih) + self.bias[:, None, None, :]).unbind(2)
 
-    def forward(self, x: Tensor, normalize: bool | None = None, last_only: bool = False) -> Tensor:
+    def forward(
+        self, x: Tensor, normalize: bool | None = None, last_only: bool = False, lengths: Tensor | None = None
+    ) -> Tensor:
+        """States (E, B, T, H); the last one (E, B, H) when ``last_only``; with ``lengths`` each sequence's state
+        after its own length (E, B, H)."""
         self._check(x)
         E, B, T, _ = x.shape
         H = self.hidden
+        last = None if lengths is None else _last_steps(lengths, x.shape)
         pre = self.prepare(x)
         h = x.new_zeros(E, B, H)
         c = x.new_zeros(E, B, H)
         states = []
-        for t in range(T):
+        for t in range(T if last is None else int(last.max()) + 1):
             g = torch.baddbmm(pre[t], h, self.W_hh)  # type: ignore[index]
             s = torch.sigmoid(g)  # gates i, f, (unused), o in one op
             c = torch.addcmul(s[..., H : 2 * H] * c, s[..., :H], torch.tanh(g[..., 2 * H : 3 * H]))
             h = s[..., 3 * H :] * torch.tanh(c)
-            if not last_only:
+            if last is not None:
+                states = [h if t == 0 else torch.where(last[..., None] == t, h, states[0])]
+            elif not last_only:
                 states.append(h)
+        if last is not None:
+            return states[0]
         return h if last_only else torch.stack(states, dim=2)
 
 
@@ -628,9 +645,9 @@ class StateTrackingRNN(nn.Module):
     def forward(self, tokens: Tensor, lengths: Tensor | None = None, normalize: bool | None = None) -> Tensor:
         if lengths is None:
             return self.logits_from_states(self.states(tokens, normalize, last_only=True))
-        if isinstance(self.cell, RealDiagonal | RotationCell) or (isinstance(self.cell, _LoopCell)
-                                                                   and self.cell.skip_finished):
-            # each sequence's own final state directly (loop: steps past its end skipped; scans: a masked sum)
+        if isinstance(self.cell, RealDiagonal | RotationCell | _LoopCell | EnsembleLSTM):
+            # each sequence's own final state directly (full cell: steps past its end skipped; other loops: kept
+            # as the loop passes it; scans: a masked sum)
             return self.logits_from_states(self.cell(self.one_hot(tokens), normalize=normalize, lengths=lengths))
         h = self.states(tokens, normalize)
         idx = (lengths - 1).expand(tokens.shape[:2]).reshape(*tokens.shape[:2], 1, 1)
