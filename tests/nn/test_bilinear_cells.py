@@ -379,41 +379,44 @@ def test_token_index_only_for_exact_one_hot() -> None:
     assert _token_index(x.clone().requires_grad_(True)) is None
 
 
-@pytest.mark.parametrize(("additive", "min_len", "depth"), [(False, 1, 1), (True, 1, 1), (False, 3, 3),
-                                                             (True, 2, 2), (False, 4, 3)])
-def test_skipping_finished_sequences_equals_reading_the_full_loop(additive: bool, min_len: int, depth: int) -> None:
-    """The length-aware loop (finished rows skipped, the first ``depth`` steps by the prefix tree: 3^depth <= 30
-    rows and depth <= the shortest length) equals reading the plain loop's states at each length: values and
-    gradients."""
+@pytest.mark.parametrize(("additive", "min_len", "batch", "depth"), [(False, 1, 30, 3), (True, 1, 30, 3),
+                                                                      (False, 3, 8, 1), (True, 2, 9, 2),
+                                                                      (False, 4, 2, 0)])
+def test_skipping_finished_sequences_equals_reading_the_full_loop(
+    additive: bool, min_len: int, batch: int, depth: int
+) -> None:
+    """The length-aware loop (finished rows skipped, the first ``depth`` steps by the prefix tree for every row:
+    3^depth <= batch, also past some sequences' ends) equals reading the plain loop's states at each length: values
+    and gradients."""
     g = _gen(23)
     cell = FullBilinear(3, 6, ensemble=3, additive=additive, generator=g)
     assert cell.skip_finished
     model = StateTrackingRNN(cell, 3, 4, generator=g)
-    tokens = torch.randint(0, 3, (3, 30, 10), generator=g)
-    lengths = torch.randint(min_len, 11, (3, 30), generator=g)
-    lengths[0, 0], lengths[1, 3] = 10, min_len  # the longest and shortest both present
+    tokens = torch.randint(0, 3, (3, batch, 10), generator=g)
+    lengths = torch.randint(min_len, 11, (3, batch), generator=g)
+    lengths[0, 0], lengths[1, -1] = 10, min_len  # the longest and shortest both present
     x = model.one_hot(tokens)
-    assert len(cell.prefix_states(cell.prepare(x), min_len, 30, False)) == depth
+    assert len(cell.prefix_states(cell.prepare(x), batch, False)) == depth
     skipped = model(tokens, lengths)
     h = model.states(tokens)
     read = model.logits_from_states(h.gather(2, (lengths - 1)[..., None, None].expand(-1, -1, 1, 6)).squeeze(2))
     assert torch.allclose(skipped, read, atol=1e-5)
     # gradients too
     ps = list(model.parameters())
-    w = torch.randn(3, 30, 4, generator=g)
+    w = torch.randn(3, batch, 4, generator=g)
     ga = torch.autograd.grad((model(tokens, lengths) * w).sum(), ps)
     gb = torch.autograd.grad((model.logits_from_states(
         model.states(tokens).gather(2, (lengths - 1)[..., None, None].expand(-1, -1, 1, 6)).squeeze(2)) * w).sum(), ps)
     for a, b in zip(ga, gb, strict=True):
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
     # shared lengths (B,) broadcast over members; out-of-range lengths raise
-    assert torch.allclose(model(tokens, lengths[0]), model(tokens, lengths[0].expand(3, 30)))
+    assert torch.allclose(model(tokens, lengths[0]), model(tokens, lengths[0].expand(3, batch)))
     model.eval()  # per-step normalisation in the tree too (the scale-invariant cell)
     h = model.states(tokens)
     read = model.logits_from_states(h.gather(2, (lengths - 1)[..., None, None].expand(-1, -1, 1, 6)).squeeze(2))
     assert torch.allclose(model(tokens, lengths), read, atol=1e-5)
     with pytest.raises(ValueError, match="lengths must lie"):
-        model(tokens, torch.full((30,), 11))
+        model(tokens, torch.full((batch,), 11))
 
 
 @pytest.mark.parametrize("kind", ["diag", "rotation", "cp3", "lstm", "block2", "full"])
