@@ -283,10 +283,11 @@ def _predict(model, tokens: np.ndarray, normalize: bool | None, valid) -> np.nda
     return np.concatenate(out, axis=1)
 
 
-# per-step cost (ms, one core) of one ensemble: a fixed part per ensemble and a part per task (5 seeds) that grows
-# with the padded vocabulary for the full family (whose step computes A(e_k) h for every token k); measured 2026-12-05
-STEP_MS_FIXED = {"full": 2.7, "full+add": 3.0, "lstm": 2.5, CP_SWEEP: 3.0}
-STEP_MS_PER_TASK = {"full": 0.6, "full+add": 0.7, "lstm": 0.5, CP_SWEEP: 0.5}
+# per-step CPU cost (ms, one core) of one ensemble: (fixed, per unit), a unit being one task's block of 5 members,
+# times its padded vocabulary for the full family and its number of ranks for a CP group. Fitted to the quick groups'
+# training CPU on 2026-12-05 (after the speed-ups of that day); only the order of the groups (load balance) uses it
+STEP_MS = {"full": (2.4, 0.65), "full+add": (2.4, 0.65), CP_SWEEP: (3.4, 0.66), "lstm": (3.0, 3.3),
+           "diag": (1.7, 1.0), "rotation": (1.2, 0.5), "posdiag+add": (2.0, 1.9)}
 VOCAB_PADDED = FULL_FAMILY  # the models whose step cost grows with the (padded) vocabulary
 TASK_OVERHEAD = 4.5  # an ensemble's fixed cost in units of one task-vocabulary slot of the full family
 
@@ -311,18 +312,17 @@ def job_groups(specs: Sequence[JobSpec]) -> list[tuple[JobSpec, ...]]:
 
 
 def group_cost(group: Sequence[JobSpec]) -> float:
-    """Estimated training cost of a group (for load balance): steps x per-step cost, padded by vocabulary for the
-    full family, by rank for a CP group, 6x for the large groups (A4, S5 and up)."""
+    """Estimated training CPU (ms) of a group, for the load balance: steps x per-step cost (``STEP_MS``), 6x for the
+    large groups (A4, S5 and up)."""
     from genlab.data.state_tracking import make_task
 
     s = group[0]
-    width = len(group) * s.seeds * len(s.lrs) / 5
+    units = len(group) * s.seeds * len(s.lrs) / 5 * max(1, len(s.ranks))
     if s.model in VOCAB_PADDED:
-        width *= max(make_task(g.task, g.task_seed).vocab for g in group) / 4
-    if s.ranks:
-        width *= len(s.ranks) * max(s.ranks) / 16
+        units *= max(make_task(g.task, g.task_seed).vocab for g in group)
+    fixed, per_unit = STEP_MS.get(s.model, (3.0, 2.0))
     big = 6.0 if any(g.task.startswith(("a", "s5")) for g in group) else 1.0
-    return s.steps * big * (STEP_MS_FIXED.get(s.model, 1.5) + STEP_MS_PER_TASK.get(s.model, 0.3) * width)
+    return s.steps * big * (fixed + per_unit * units)
 
 
 # ----------------------------------------------------------------------------------------- Prop. 3
