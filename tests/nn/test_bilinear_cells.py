@@ -379,14 +379,14 @@ def test_token_index_only_for_exact_one_hot() -> None:
     assert _token_index(x.clone().requires_grad_(True)) is None
 
 
-@pytest.mark.parametrize(("additive", "min_len", "batch", "depth"), [(False, 1, 30, 3), (True, 1, 30, 3),
-                                                                      (False, 3, 8, 1), (True, 2, 9, 2),
-                                                                      (False, 4, 2, 0)])
+@pytest.mark.parametrize(("additive", "min_len", "batch", "depth"), [(False, 1, 30, 4), (True, 1, 30, 4),
+                                                                      (False, 3, 8, 2), (True, 2, 9, 2),
+                                                                      (False, 4, 3, 1), (False, 1, 1, 0)])
 def test_skipping_finished_sequences_equals_reading_the_full_loop(
     additive: bool, min_len: int, batch: int, depth: int
 ) -> None:
     """The length-aware loop (finished rows skipped, the first ``depth`` steps by the prefix tree for every row:
-    3^depth <= batch, also past some sequences' ends) equals reading the plain loop's states at each length: values
+    3^(depth - 1) < batch, also past some sequences' ends) equals reading the plain loop's states at each length: values
     and gradients."""
     g = _gen(23)
     cell = FullBilinear(3, 6, ensemble=3, additive=additive, generator=g)
