@@ -421,9 +421,10 @@ def test_skipping_finished_sequences_equals_reading_the_full_loop(
 
 @pytest.mark.parametrize("kind", ["diag", "rotation", "cp3", "lstm", "block2", "full"])
 def test_cells_read_each_length_equal_to_gathering_all_states(kind: str) -> None:
-    """With ``lengths``, each cell returns each sequence's state after its own length directly (scans: a masked sum
-    of its first L steps; loops: the state kept as the loop passes step L - 1; full: steps past the end skipped):
-    equal to reading all T states at L - 1, values and gradients, trained and normalised."""
+    """With ``lengths``, each cell returns each sequence's state after its own length directly (diag: token counts
+    of its first L steps times log|W|; rotation: the summed inputs times θ; loops: the state kept as the loop passes
+    step L - 1; full: steps past the end skipped): equal to reading all T states at L - 1, values and gradients,
+    trained and normalised."""
     g = _gen(29)
     model = StateTrackingRNN(make_cell(kind, 3, 6, ensemble=3, generator=g), 3, 4, generator=g)
     tokens = torch.randint(0, 3, (3, 20, 10), generator=g)

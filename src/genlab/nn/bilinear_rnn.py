@@ -445,9 +445,16 @@ class RealDiagonal(StateCell):
         """States (E, B, T, H); the last one (E, B, H) when ``last_only``; with ``lengths`` ((B,) or (E, B)) each
         sequence's state after its own length (E, B, H), by a masked sum instead of a prefix sum."""
         self._check(x)
-        a = self.diagonals(x)
-        log_mag = _prefix(a.abs().clamp_min(1e-30).log(), last_only, lengths)
-        flips = _prefix((a < 0).to(a.dtype), last_only, lengths)
+        if (last_only or lengths is not None) and _token_index(x) is not None:
+            # one-hot inputs, one state per sequence: a_t = W[token_t], so the sums over t are token counts times
+            # log|W| and (W < 0): (E, B, 1, D) @ (E, D, H) instead of elementwise work on (E, B, T, H)
+            counts = _prefix(x, last_only, lengths).squeeze(2)
+            log_mag = torch.bmm(counts, self.W.abs().clamp_min(1e-30).log())[:, :, None]
+            flips = torch.bmm(counts, (self.W < 0).to(x.dtype))[:, :, None]
+        else:
+            a = self.diagonals(x)
+            log_mag = _prefix(a.abs().clamp_min(1e-30).log(), last_only, lengths)
+            flips = _prefix((a < 0).to(a.dtype), last_only, lengths)
         sign = 1.0 - 2.0 * torch.remainder(flips, 2.0)
         shift = log_mag.detach().amax(dim=-1, keepdim=True)
         h = self.h0[:, None, None, :] * sign * torch.exp(log_mag - shift)
@@ -500,7 +507,10 @@ class RotationCell(StateCell):
         """States (E, B, T, H); the last one (E, B, H) when ``last_only``; with ``lengths`` each sequence's state
         after its own length (E, B, H)."""
         self._check(x)
-        total = _prefix(self.angles(x), last_only, lengths)
+        if last_only or lengths is not None:  # the angle is linear in x: sum the inputs first, (E, B, 1, D)
+            total = torch.bmm(_prefix(x, last_only, lengths).squeeze(2), self.theta)[:, :, None]
+        else:
+            total = _prefix(self.angles(x), last_only, lengths)
         c, s = total.cos(), total.sin()
         h0 = self.h0.view(self.ensemble, 1, 1, self.hidden // 2, 2)
         re, im = h0[..., 0], h0[..., 1]

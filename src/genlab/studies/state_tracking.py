@@ -287,7 +287,7 @@ def _predict(model, tokens: np.ndarray, normalize: bool | None, valid) -> np.nda
 # times its padded vocabulary for the full family and its number of ranks for a CP group. Fitted to the quick groups'
 # training CPU on 2026-12-05 (after the speed-ups of that day); only the order of the groups (load balance) uses it
 STEP_MS = {"full": (2.4, 0.65), "full+add": (2.4, 0.65), CP_SWEEP: (3.4, 0.66), "lstm": (3.0, 3.3),
-           "diag": (1.7, 1.0), "rotation": (1.2, 0.5), "posdiag+add": (2.0, 1.9)}
+           "diag": (1.2, 0.5), "rotation": (1.2, 0.5), "posdiag+add": (2.0, 1.9)}
 VOCAB_PADDED = FULL_FAMILY  # the models whose step cost grows with the (padded) vocabulary
 TASK_OVERHEAD = 4.5  # an ensemble's fixed cost in units of one task-vocabulary slot of the full family
 
