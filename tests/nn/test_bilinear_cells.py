@@ -224,7 +224,15 @@ def test_lstm_matches_torch_lstm() -> None:
         ref.bias_hh_l0.zero_()
     x = torch.randn(1, 4, 12, D, generator=g)
     out, _ = ref(x[0])
-    assert torch.allclose(cell(x)[0], out, atol=1e-5)
+    ours = cell(x)[0]
+    assert torch.allclose(ours, out, atol=1e-5)
+    # gradients too (the fused gates: one sigmoid over all four, baddbmm, addcmul)
+    w = torch.randn(4, 12, H, generator=g)
+    (ours * w).sum().backward()
+    (out * w).sum().backward()
+    assert torch.allclose(cell.W_ih.grad[0], ref.weight_ih_l0.grad.T, atol=1e-5)
+    assert torch.allclose(cell.W_hh.grad[0], ref.weight_hh_l0.grad.T, atol=1e-5)
+    assert torch.allclose(cell.bias.grad[0], ref.bias_ih_l0.grad, atol=1e-5)
 
 
 # ----------------------------------------------------------------------------------------- invariances
@@ -371,28 +379,68 @@ def test_token_index_only_for_exact_one_hot() -> None:
     assert _token_index(x.clone().requires_grad_(True)) is None
 
 
-@pytest.mark.parametrize("additive", [False, True])
-def test_skipping_finished_sequences_equals_reading_the_full_loop(additive: bool) -> None:
+@pytest.mark.parametrize(("additive", "min_len", "batch", "depth"), [(False, 1, 30, 4), (True, 1, 30, 4),
+                                                                      (False, 3, 8, 2), (True, 2, 9, 2),
+                                                                      (False, 4, 3, 1), (False, 1, 1, 0)])
+def test_skipping_finished_sequences_equals_reading_the_full_loop(
+    additive: bool, min_len: int, batch: int, depth: int
+) -> None:
+    """The length-aware loop (finished rows skipped, the first ``depth`` steps by the prefix tree for every row:
+    3^(depth - 1) < batch, also past some sequences' ends) equals reading the plain loop's states at each length: values
+    and gradients."""
     g = _gen(23)
     cell = FullBilinear(3, 6, ensemble=3, additive=additive, generator=g)
     assert cell.skip_finished
     model = StateTrackingRNN(cell, 3, 4, generator=g)
-    tokens = torch.randint(0, 3, (3, 11, 10), generator=g)
-    lengths = torch.randint(1, 11, (3, 11), generator=g)
-    lengths[0, 0], lengths[1, 3] = 10, 1  # the longest and shortest both present
+    tokens = torch.randint(0, 3, (3, batch, 10), generator=g)
+    lengths = torch.randint(min_len, 11, (3, batch), generator=g)
+    lengths[0, 0], lengths[1, -1] = 10, min_len  # the longest and shortest both present
+    x = model.one_hot(tokens)
+    assert len(cell.prefix_states(cell.prepare(x), batch, False)) == depth
     skipped = model(tokens, lengths)
     h = model.states(tokens)
     read = model.logits_from_states(h.gather(2, (lengths - 1)[..., None, None].expand(-1, -1, 1, 6)).squeeze(2))
     assert torch.allclose(skipped, read, atol=1e-5)
     # gradients too
-    w = torch.randn(3, 11, 4, generator=g)
     ps = list(model.parameters())
+    w = torch.randn(3, batch, 4, generator=g)
     ga = torch.autograd.grad((model(tokens, lengths) * w).sum(), ps)
     gb = torch.autograd.grad((model.logits_from_states(
         model.states(tokens).gather(2, (lengths - 1)[..., None, None].expand(-1, -1, 1, 6)).squeeze(2)) * w).sum(), ps)
     for a, b in zip(ga, gb, strict=True):
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
     # shared lengths (B,) broadcast over members; out-of-range lengths raise
-    assert torch.allclose(model(tokens, lengths[0]), model(tokens, lengths[0].expand(3, 11)))
+    assert torch.allclose(model(tokens, lengths[0]), model(tokens, lengths[0].expand(3, batch)))
+    model.eval()  # per-step normalisation in the tree too (the scale-invariant cell)
+    h = model.states(tokens)
+    read = model.logits_from_states(h.gather(2, (lengths - 1)[..., None, None].expand(-1, -1, 1, 6)).squeeze(2))
+    assert torch.allclose(model(tokens, lengths), read, atol=1e-5)
     with pytest.raises(ValueError, match="lengths must lie"):
-        model(tokens, torch.full((11,), 11))
+        model(tokens, torch.full((batch,), 11))
+
+
+@pytest.mark.parametrize("kind", ["diag", "rotation", "cp3", "lstm", "block2", "full"])
+def test_cells_read_each_length_equal_to_gathering_all_states(kind: str) -> None:
+    """With ``lengths``, each cell returns each sequence's state after its own length directly (diag: token counts
+    of its first L steps times log|W|; rotation: the summed inputs times θ; loops: the state kept as the loop passes
+    step L - 1; full: steps past the end skipped): equal to reading all T states at L - 1, values and gradients,
+    trained and normalised."""
+    g = _gen(29)
+    model = StateTrackingRNN(make_cell(kind, 3, 6, ensemble=3, generator=g), 3, 4, generator=g)
+    tokens = torch.randint(0, 3, (3, 20, 10), generator=g)
+    lengths = torch.randint(1, 11, (3, 20), generator=g)
+    lengths[0, 0] = 10
+    w = torch.randn(3, 20, 4, generator=g)
+    ps = list(model.parameters())
+    for train in (True, False):
+        model.train(train)
+        direct = model(tokens, lengths)
+        h = model.states(tokens)
+        read = model.logits_from_states(h.gather(2, (lengths - 1)[..., None, None].expand(-1, -1, 1, 6)).squeeze(2))
+        assert torch.allclose(direct, read, atol=1e-5)
+        ga = torch.autograd.grad((direct * w).sum(), ps)
+        gb = torch.autograd.grad((read * w).sum(), ps)
+        for a, b in zip(ga, gb, strict=True):
+            assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="lengths must lie"):
+        model(tokens, torch.full((20,), 11))

@@ -269,3 +269,98 @@ def test_label_smoothing_removes_the_mod3_phase_drift() -> None:
     (plain,) = train_job(_spec(**kw))
     assert min(smooth["acc"]["200"] + smooth["acc"]["500"]) >= 0.95
     assert np.mean(plain["acc"]["500"]) < 0.9
+
+
+def test_adam_step_equals_the_per_parameter_update() -> None:
+    """The foreach Adam equals Adam written out per parameter (per-member clipping and learning rates)."""
+    from genlab.studies.state_tracking import _adam_step
+
+    g = torch.Generator().manual_seed(0)
+    shapes = [(3, 4, 5), (3, 2), (3, 6, 1, 2)]
+    params = [torch.randn(*s, generator=g, requires_grad=True) for s in shapes]
+    ref = [p.detach().clone() for p in params]
+    state = [(torch.zeros(s), torch.zeros(s)) for s in shapes]
+    ref_state = [(torch.zeros(s), torch.zeros(s)) for s in shapes]
+    lr = torch.tensor([1e-2, 3e-3, 1e-1])
+    for t in range(1, 4):
+        grads = [torch.randn(*s, generator=g) * 3 for s in shapes]
+        _adam_step(params, grads, state, lr, t, clip=1.0)
+        scale = (1.0 / (sum(x.pow(2).flatten(1).sum(1) for x in grads).sqrt() + 1e-12)).clamp(max=1.0)
+        for p, gr, (m, v) in zip(ref, grads, ref_state, strict=True):
+            sh = (-1,) + (1,) * (p.ndim - 1)
+            gc = gr * scale.view(sh)
+            m.mul_(0.9).add_(0.1 * gc)
+            v.mul_(0.999).add_(0.001 * gc * gc)
+            p.sub_(lr.view(sh) * (m / (1 - 0.9**t)) / ((v / (1 - 0.999**t)).sqrt() + 1e-8))
+    for p, r in zip(params, ref, strict=True):
+        assert torch.allclose(p.detach(), r, rtol=1e-5, atol=1e-7)
+    assert not torch.allclose(params[0].detach(), ref[0] + 0.01)
+
+
+def test_quick_groups_train_tasks_together_full_family_split_by_vocabulary() -> None:
+    from types import SimpleNamespace
+
+    from genlab.studies.state_tracking import StateTracking, group_cost, job_groups
+
+    ctx = SimpleNamespace(seed_for=lambda *a: hash(a) % 1000, device="cpu")
+    specs = StateTracking().jobs(StateTracking.config("quick"), ctx)
+    groups = job_groups(specs)
+    assert sorted(map(repr, (s for g in groups for s in g))) == sorted(map(repr, specs))  # a partition of the jobs
+    keyed = {(g[0].model, g[0].ranks): [s.task for s in g] for g in groups if g[0].model != "full"}
+    assert keyed[(CP_SWEEP, (1, 2, 3, 4))] == keyed[(CP_SWEEP, (8, 16))] == ["parity", "mod3", "mod5", "s3"]
+    assert keyed[("lstm", ())] == ["parity", "mod3"] and keyed[("diag", ())] == ["parity", "mod3", "s3"]
+    assert sorted([s.task for s in g] for g in groups if g[0].model == "full") == [["mod5", "s3"], ["parity", "mod3"]]
+    assert all(len({(s.init_seed, s.data_seed) for s in g}) == len(g) for g in groups)  # each task keeps its seeds
+    assert group_cost([s for g in groups for s in g if g[0].model == "full" and s.task == "s3"]) > group_cost(
+        [s for s in specs if s.model == "full" and s.task == "parity"])
+
+
+def test_padded_groups_minimise_padded_cost() -> None:
+    from genlab.studies.state_tracking import padded_groups
+
+    vocab = {"parity": 2, "mod3": 3, "mod5": 5, "s3": 6}
+    assert padded_groups(list(vocab), vocab.get, 4.5) == [("parity", "mod3"), ("mod5", "s3")]  # 6 + 12 + 9 < 24 + 4.5
+    assert padded_groups(list(vocab), vocab.get, 100.0) == [tuple(vocab)]
+    assert padded_groups(list(vocab), vocab.get, 0.0) == [(t,) for t in vocab]
+
+
+@pytest.mark.parametrize("model", ["full", CP_SWEEP, "lstm", "diag"])
+def test_training_tasks_as_one_ensemble_equals_training_them_apart(model: str) -> None:
+    """train_jobs on several tasks (vocabularies 2, 6 and 5 padded to 6, absent classes masked) gives each task the
+    results train_job gives it alone: same accuracies, losses equal up to float rounding."""
+    from dataclasses import replace
+
+    from genlab.studies.state_tracking import train_jobs
+
+    base = _spec(model=model, steps=12, seeds=2, lrs=(1e-2,), hidden=6, label_smoothing=0.1, eval_samples=16,
+                 ranks=(1, 3) if model == CP_SWEEP else ())
+    specs = [replace(base, task=t, init_seed=i, data_seed=10 + i) for i, t in enumerate(("parity", "s3", "mod5"))]
+    alone = [r for s in specs for r in train_job(s)]
+    together = train_jobs(specs)
+    assert [(r["task"], r["model"]) for r in together] == [(r["task"], r["model"]) for r in alone]
+    for a, b in zip(alone, together, strict=True):
+        assert a["acc"] == b["acc"] and a["val_acc"] == b["val_acc"] and a["chance"] == b["chance"]
+        assert a["params_per_model"] == b["params_per_model"]
+        np.testing.assert_allclose(np.array(a["curve"]), np.array(b["curve"]), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="differ only"):
+        train_jobs([specs[0], replace(specs[1], hidden=8)])
+
+
+def test_masked_cross_entropy_equals_torch_on_each_members_classes() -> None:
+    """Values and gradients: member e with C_e classes (the rest padding) gets F.cross_entropy on its C_e logits."""
+    from genlab.studies.state_tracking import masked_cross_entropy
+
+    g = torch.Generator().manual_seed(3)
+    n_classes = [2, 6, 5]
+    logits = torch.randn(3, 7, 6, generator=g, requires_grad=True)
+    labels = torch.stack([torch.randint(0, c, (7,), generator=g) for c in n_classes])
+    valid = torch.arange(6)[None] < torch.tensor(n_classes)[:, None]
+    for eps in (0.0, 0.1):
+        ours = masked_cross_entropy(logits, labels, valid, eps)
+        ref = torch.stack([torch.nn.functional.cross_entropy(logits[e, :, :c], labels[e], label_smoothing=eps)
+                           for e, c in enumerate(n_classes)])
+        assert torch.allclose(ours, ref, atol=1e-6)
+        w = torch.tensor([1.0, 2.0, 3.0])
+        (ga,) = torch.autograd.grad((ours * w).sum(), logits)
+        (gb,) = torch.autograd.grad((ref * w).sum(), logits)
+        assert torch.allclose(ga, gb, atol=1e-6) and torch.all(ga[0, :, 2:] == 0)

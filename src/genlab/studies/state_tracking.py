@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -24,6 +24,10 @@ SOLVED = 0.95  # accuracy counted as "solves"
 CP_SWEEP = "cp-sweep"  # a JobSpec model: every rank of ``JobSpec.ranks`` as members of one masked CP ensemble
 FULL_FAMILY = ("full", "full+add")  # the models trained at Config.full_hidden for Config.full_steps
 FAIL_FRACTION = 1 / 3  # "fails": accuracy below chance + FAIL_FRACTION * (1 - chance)
+T = TypeVar("T")
+# evaluation batches hold about this many state entries (members x sequences x steps x hidden); 4x as many saved
+# only 3 % of the evaluation's CPU time (2026-12-05)
+EVAL_CHUNK = 6_000_000
 
 
 # ----------------------------------------------------------------------------------------- training
@@ -53,74 +57,153 @@ class JobSpec:
     ranks: tuple[int, ...] = ()  # for model CP_SWEEP: the CP ranks trained together (one block of members each)
 
 
-def rank_groups(ranks: Sequence[int], overhead: float = 10.0) -> list[tuple[int, ...]]:
-    """Split the sorted distinct CP ranks into consecutive groups, one masked ensemble each, minimising the
-    padded cost ``sum(len(group) * max(group) + overhead)``: every member of a group computes at the group's
-    largest rank, and each ensemble costs a fixed ``overhead`` (in rank units) of per-step work besides.
-    (1, 2, 3, 4, 8, 16) -> [(1, 2, 3, 4), (8, 16)]: 48 padded rank units instead of 96 in one ensemble."""
-    rs = sorted(set(ranks))
-    best: list[tuple[float, list[tuple[int, ...]]]] = [(0.0, [])]  # best[i]: optimal split of rs[:i]
-    for i in range(1, len(rs) + 1):
-        best.append(min((best[j][0] + (i - j) * rs[i - 1] + overhead, [*best[j][1], tuple(rs[j:i])])
-                        for j in range(i)))
+def padded_groups(items: Sequence[T], size: Callable[[T], float], overhead: float) -> list[tuple[T, ...]]:
+    """Split ``items`` (sorted by ``size``) into consecutive groups, one padded ensemble each, minimising
+    ``sum(len(group) * max size in group + overhead)``: every member of a group computes at the group's largest
+    size, and each ensemble costs a fixed ``overhead`` (in size units) of per-step work besides."""
+    xs = sorted(items, key=size)
+    best: list[tuple[float, list[tuple[T, ...]]]] = [(0.0, [])]  # best[i]: optimal split of xs[:i]
+    for i in range(1, len(xs) + 1):
+        best.append(min(((best[j][0] + (i - j) * size(xs[i - 1]) + overhead, [*best[j][1], tuple(xs[j:i])])
+                         for j in range(i)), key=lambda c: c[0]))
     return best[-1][1]
 
 
+def rank_groups(ranks: Sequence[int], overhead: float = 10.0) -> list[tuple[int, ...]]:
+    """Split the distinct CP ranks into masked ensembles by :func:`padded_groups` (cost in rank units).
+    (1, 2, 3, 4, 8, 16) -> [(1, 2, 3, 4), (8, 16)]: 48 padded rank units instead of 96 in one ensemble."""
+    return padded_groups(sorted(set(ranks)), int, overhead)
+
+
 def _adam_step(params, grads, state, lr, t, clip, betas=(0.9, 0.999), eps=1e-8):  # type: ignore[no-untyped-def]
-    """Adam with per-ensemble-member learning rates ``lr`` (E,) and per-member gradient-norm clipping."""
+    """Adam with per-ensemble-member learning rates ``lr`` (E,) and per-member gradient-norm clipping, all
+    parameters at once (``torch._foreach_*``: a dozen ops per step instead of a dozen per parameter)."""
+    import torch
+
     sq = sum(g.pow(2).flatten(1).sum(1) for g in grads)
     scale = (clip / (sq.sqrt() + 1e-12)).clamp(max=1.0)
     b1, b2 = betas
-    for p, g, (m, v) in zip(params, grads, state, strict=True):
-        shape = (-1,) + (1,) * (p.ndim - 1)
-        g = g * scale.view(shape)
-        m.mul_(b1).add_(g, alpha=1 - b1)
-        v.mul_(b2).addcmul_(g, g, value=1 - b2)
-        step = (m / (1 - b1**t)) / ((v / (1 - b2**t)).sqrt() + eps)
-        p.data.sub_(step * lr.view(shape))
+    shapes = [(-1,) + (1,) * (p.ndim - 1) for p in params]
+    ms, vs = [m for m, _ in state], [v for _, v in state]
+    g = torch._foreach_mul(grads, [scale.view(sh) for sh in shapes])
+    torch._foreach_mul_(ms, b1)
+    torch._foreach_add_(ms, g, alpha=1 - b1)
+    torch._foreach_mul_(vs, b2)
+    torch._foreach_addcmul_(vs, g, g, value=1 - b2)
+    denom = torch._foreach_div(vs, 1 - b2**t)
+    torch._foreach_sqrt_(denom)
+    torch._foreach_add_(denom, eps)
+    step = torch._foreach_div(ms, 1 - b1**t)
+    torch._foreach_div_(step, denom)
+    torch._foreach_mul_(step, [lr.view(sh) for sh in shapes])
+    with torch.no_grad():
+        torch._foreach_sub_(params, step)
+
+
+def masked_cross_entropy(logits, labels, valid, label_smoothing: float = 0.0):  # type: ignore[no-untyped-def]
+    """Per-member mean cross-entropy (E,) of logits (E, B, C) whose member e has only the classes ``valid[e]``
+    (E, C) (the others are padding: masked out of the softmax and of the smoothing). Equals
+    ``F.cross_entropy(logits[e, :, :C_e], labels[e], label_smoothing=ε)`` per member: (1 − ε)·NLL + ε·mean over
+    the member's C_e classes of −log p."""
+    import torch
+
+    logp = torch.log_softmax(logits.masked_fill(~valid[:, None, :], float("-inf")), dim=-1)
+    nll = -logp.gather(-1, labels[..., None]).squeeze(-1)
+    if label_smoothing:
+        uniform = -torch.where(valid[:, None, :], logp, 0.0).sum(-1) / valid.sum(-1, keepdim=True)
+        nll = (1 - label_smoothing) * nll + label_smoothing * uniform
+    return nll.mean(1)
+
+
+def _build_model(spec: JobSpec, vocab: int, n_classes: int, ensemble: int, generator):  # type: ignore[no-untyped-def]
+    """The job's model (cell + readout) for one task, or (``generator`` None) the padded shell of a group."""
+    from genlab.nn.bilinear_rnn import CPBilinear, StateTrackingRNN, make_cell
+
+    if spec.model == CP_SWEEP:
+        block = spec.seeds * len(spec.lrs)  # members of one rank; the ranks' blocks repeat for every task
+        cell = CPBilinear(vocab, spec.hidden, max(spec.ranks), ensemble=ensemble, generator=generator,
+                          member_ranks=[spec.ranks[m // block % len(spec.ranks)] for m in range(ensemble)])
+    else:
+        cell = make_cell(spec.model, vocab, spec.hidden, ensemble, generator)
+    return StateTrackingRNN(cell, vocab, n_classes, generator)
+
+
+def _stack_models(shell, parts) -> None:  # type: ignore[no-untyped-def]
+    """Copy each part's parameters and buffers into its block of ensemble members of ``shell``, zero-padded on the
+    vocabulary and class axes (padded token slots are never read, padded classes are masked)."""
+    import torch
+
+    per = parts[0].cell.ensemble
+    with torch.no_grad():
+        for name, dst in shell.state_dict().items():
+            dst.zero_()
+            for i, part in enumerate(parts):
+                src = part.state_dict()[name]
+                dst[(slice(i * per, (i + 1) * per), *(slice(0, n) for n in src.shape[1:]))] = src
+
+
+def _same_job(a: JobSpec, b: JobSpec) -> bool:
+    strip = {"task": "", "init_seed": 0, "data_seed": 0, "task_seed": 0}
+    return replace(a, **strip) == replace(b, **strip)
 
 
 def train_job(spec: JobSpec) -> list[dict[str, Any]]:
     """Train one (task, model) ensemble and evaluate it; returns per-member accuracies and curves, one result per
     model (one per rank for a CP sweep)."""
+    return train_jobs((spec,))
+
+
+def train_jobs(specs: Sequence[JobSpec]) -> list[dict[str, Any]]:
+    """Train jobs that differ only in their task and seeds as ONE ensemble (tasks side by side on the member axis,
+    vocabularies and classes padded to the largest, absent classes masked) and evaluate it; each task keeps its own
+    initialisation, data stream and optimiser state, so the results equal :func:`train_job` per spec up to float
+    rounding, in the order of ``specs`` (one result per model, one per rank for a CP sweep)."""
     import torch
 
     from genlab.data.state_tracking import make_task, sample_batch, sample_fixed_length
     from genlab.harness.torch_setup import setup_torch
-    from genlab.nn.bilinear_rnn import CPBilinear, StateTrackingRNN, make_cell
 
+    spec = specs[0]
+    if not all(_same_job(spec, s) for s in specs):
+        raise ValueError("train_jobs needs specs that differ only in task and seeds")
     setup_torch(1)
     start, cpu_start = time.perf_counter(), time.process_time()
-    task = make_task(spec.task, seed=spec.task_seed)
+    tasks = [make_task(s.task, seed=s.task_seed) for s in specs]
     n_lr = len(spec.lrs)
     block = spec.seeds * n_lr  # members of one model: member m = rank block * block + seed * n_lr + lr index
     names = [f"cp{r}" for r in spec.ranks] if spec.model == CP_SWEEP else [spec.model]
-    E = block * len(names)
-    gen = torch.Generator().manual_seed(spec.init_seed)
-    if spec.model == CP_SWEEP:
-        cell = CPBilinear(task.vocab, spec.hidden, max(spec.ranks), ensemble=E, generator=gen,
-                          member_ranks=[spec.ranks[m // block] for m in range(E)])
+    per = block * len(names)  # members of one task; task i holds members [i * per, (i + 1) * per)
+    E = per * len(specs)
+    parts = [_build_model(s, t.vocab, t.n_states, per, torch.Generator().manual_seed(s.init_seed))
+             for s, t in zip(specs, tasks, strict=True)]
+    vocab, n_classes = max(t.vocab for t in tasks), max(t.n_states for t in tasks)
+    if len(parts) == 1:
+        model = parts[0]
     else:
-        cell = make_cell(spec.model, task.vocab, spec.hidden, E, gen)
+        model = _build_model(spec, vocab, n_classes, E, None)
+        _stack_models(model, parts)
     dev = torch.device(spec.device)
-    model = StateTrackingRNN(cell, task.vocab, task.n_states, gen).to(dev)
+    model = model.to(dev)
+    cell = model.cell
+    valid = (torch.arange(n_classes)[None] < torch.tensor([t.n_states for t in tasks]).repeat_interleave(per)[:, None])
+    valid = valid.to(dev)
     params = [p for p in model.parameters() if p.requires_grad]
     state = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
     lr = torch.tensor([spec.lrs[m % n_lr] for m in range(E)], device=dev)
-    rng = np.random.default_rng(spec.data_seed)
+    rngs = [np.random.default_rng(s.data_seed) for s in specs]
+
+    def batch(size: int):  # type: ignore[no-untyped-def]
+        parts_ = [sample_batch(t, size, spec.train_min_len, spec.train_max_len, r, shape=(per,))
+                  for t, r in zip(tasks, rngs, strict=True)]
+        return [torch.from_numpy(np.concatenate(x)).to(dev) for x in zip(*parts_, strict=True)]
+
     curve: list[list[float]] = []
     running = torch.zeros(E, device=dev)
     for step in range(1, spec.steps + 1):
-        tok, lengths, labels = sample_batch(
-            task, spec.batch, spec.train_min_len, spec.train_max_len, rng, shape=(E,)
-        )
-        logits = model(torch.from_numpy(tok).to(dev), torch.from_numpy(lengths).to(dev))
-        loss = torch.nn.functional.cross_entropy(
-            logits.flatten(0, 1), torch.from_numpy(labels).to(dev).flatten(), reduction="none",
-            label_smoothing=spec.label_smoothing,
-        ).view(E, -1).mean(1)
+        tok, lengths, labels = batch(spec.batch)
+        loss = masked_cross_entropy(model(tok, lengths), labels, valid, spec.label_smoothing)
         grads = torch.autograd.grad(loss.sum(), params)
-        if not all(torch.isfinite(g).all() for g in grads):
+        if not bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()):
             grads = tuple(torch.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0) for g in grads)
         factor = 0.5 * (1 + math.cos(math.pi * (step - 1) / spec.steps)) if spec.lr_schedule == "cosine" else 1.0
         _adam_step(params, grads, state, lr * factor, step, spec.grad_clip)
@@ -135,63 +218,111 @@ def train_job(spec: JobSpec) -> list[dict[str, Any]]:
     normalize_modes = [None] if cell.scale_invariant or spec.model != "full+add" else [False, True]
     with torch.no_grad():
         # in-distribution validation (for the learning-rate choice): fresh train-length sequences
-        tok, lengths, labels = sample_batch(task, 512, spec.train_min_len, spec.train_max_len, rng, (E,))
-        logits = model(torch.from_numpy(tok).to(dev), torch.from_numpy(lengths).to(dev))
-        val_loss = torch.nn.functional.cross_entropy(
-            logits.flatten(0, 1), torch.from_numpy(labels).to(dev).flatten(), reduction="none"
-        ).view(E, -1).mean(1).cpu()
-        val_acc = (logits.argmax(-1).cpu().numpy() == labels).mean(1)
+        tok, lengths, labels = batch(512)
+        logits = model(tok, lengths).masked_fill(~valid[:, None, :], float("-inf"))
+        val_loss = masked_cross_entropy(logits, labels, valid).cpu()
+        val_acc = (logits.argmax(-1) == labels).double().mean(1).cpu().numpy()
         acc: dict[str, list[float]] = {}
-        chance: dict[str, float] = {}
+        chance: list[dict[str, float]] = [{} for _ in tasks]
         for length in spec.eval_lengths:
-            tok, labels = sample_fixed_length(task, spec.eval_samples, length, rng, shape=(E,))
+            drawn = [sample_fixed_length(t, spec.eval_samples, length, r, shape=(per,))
+                     for t, r in zip(tasks, rngs, strict=True)]
+            tok_np, labels = (np.concatenate(x) for x in zip(*drawn, strict=True))
             best = np.zeros(E)
             for mode in normalize_modes:
-                preds = _predict(model, tok, mode, spec.hidden)
+                preds = _predict(model, tok_np, mode, valid)
                 best = np.maximum(best, (preds == labels).mean(1))
             acc[str(length)] = best.tolist()
-            chance[str(length)] = float(np.bincount(labels.ravel(), minlength=task.n_states).max() / labels.size)
-    params_all = sum(p[0].numel() for p in params)
+            for i, (t, (_, lab)) in enumerate(zip(tasks, drawn, strict=True)):
+                chance[i][str(length)] = float(np.bincount(lab.ravel(), minlength=t.n_states).max() / lab.size)
     out = []
-    for b, name in enumerate(names):
-        # pick, per seed, the learning rate with the best in-distribution accuracy (ties: lower loss)
-        chosen = []
-        for s in range(spec.seeds):
-            members = range(b * block + s * n_lr, b * block + (s + 1) * n_lr)
-            chosen.append(max(members, key=lambda m: (round(float(val_acc[m]), 4), -float(val_loss[m]))))
-        masked = (max(spec.ranks) - spec.ranks[b]) * (2 * spec.hidden + task.vocab) if spec.model == CP_SWEEP else 0
-        out.append({
-            "task": spec.task,
-            "model": name,
-            "acc": {k: [v[m] for m in chosen] for k, v in acc.items()},
-            "acc_all_members": {k: v[b * block:(b + 1) * block] for k, v in acc.items()},
-            "chance": chance,
-            "val_acc": [float(val_acc[m]) for m in chosen],
-            "lr": [spec.lrs[m % n_lr] for m in chosen],
-            "curve": [[c[0], *[c[1 + m] for m in chosen]] for c in curve],
-            "params_per_model": params_all - masked,
-            "train_s": train_s / len(names),
-            "wall_s": (time.perf_counter() - start) / len(names),
-            "cpu_s": (time.process_time() - cpu_start) / len(names),
-            "n_states": task.n_states,
-            "vocab": task.vocab,
-            "abelian": task.commutes(),
-        })
+    n_results = len(specs) * len(names)
+    for i, (s, task, part) in enumerate(zip(specs, tasks, parts, strict=True)):
+        params_all = sum(p[0].numel() for p in part.parameters() if p.requires_grad)
+        for b, name in enumerate(names):
+            first = i * per + b * block
+            # pick, per seed, the learning rate with the best in-distribution accuracy (ties: lower loss)
+            chosen = []
+            for sd in range(spec.seeds):
+                members = range(first + sd * n_lr, first + (sd + 1) * n_lr)
+                chosen.append(max(members, key=lambda m: (round(float(val_acc[m]), 4), -float(val_loss[m]))))
+            masked = (max(spec.ranks) - spec.ranks[b]) * (2 * spec.hidden + task.vocab) if spec.model == CP_SWEEP else 0
+            out.append({
+                "task": s.task,
+                "model": name,
+                "acc": {k: [v[m] for m in chosen] for k, v in acc.items()},
+                "acc_all_members": {k: v[first:first + block] for k, v in acc.items()},
+                "chance": chance[i],
+                "val_acc": [float(val_acc[m]) for m in chosen],
+                "lr": [spec.lrs[m % n_lr] for m in chosen],
+                "curve": [[c[0], *[c[1 + m] for m in chosen]] for c in curve],
+                "params_per_model": params_all - masked,
+                "train_s": train_s / n_results,
+                "wall_s": (time.perf_counter() - start) / n_results,
+                "cpu_s": (time.process_time() - cpu_start) / n_results,
+                "n_states": task.n_states,
+                "vocab": task.vocab,
+                "abelian": task.commutes(),
+            })
     return out
 
 
-def _predict(model, tokens: np.ndarray, normalize: bool | None, hidden: int) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """Argmax predictions (E, n) for tokens (E, n, L), chunked over n to bound memory."""
+def _predict(model, tokens: np.ndarray, normalize: bool | None, valid) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Argmax predictions (E, n) over each member's ``valid`` classes (E, C) for tokens (E, n, L), chunked over n
+    to bound memory."""
     import torch
 
     E, n, length = tokens.shape
     dev = model.readout.device
-    chunk = max(1, min(n, 6_000_000 // max(1, E * length * hidden)))
+    chunk = max(1, min(n, EVAL_CHUNK // max(1, E * length * model.cell.hidden)))
     out = [
-        model(torch.from_numpy(tokens[:, i : i + chunk]).to(dev), normalize=normalize).argmax(-1).cpu().numpy()
+        model(torch.from_numpy(tokens[:, i : i + chunk]).to(dev), normalize=normalize)
+        .masked_fill(~valid[:, None, :], float("-inf")).argmax(-1).cpu().numpy()
         for i in range(0, n, chunk)
     ]
     return np.concatenate(out, axis=1)
+
+
+# per-step CPU cost (ms, one core) of one ensemble: (fixed, per unit), a unit being one task's block of 5 members,
+# times its padded vocabulary for the full family and its number of ranks for a CP group. Fitted to the quick groups'
+# training CPU on 2026-12-05 (after the speed-ups of that day); only the order of the groups (load balance) uses it
+STEP_MS = {"full": (2.4, 0.65), "full+add": (2.4, 0.65), CP_SWEEP: (3.4, 0.66), "lstm": (3.0, 3.3),
+           "diag": (1.2, 0.5), "rotation": (1.2, 0.5), "posdiag+add": (2.0, 1.9)}
+VOCAB_PADDED = FULL_FAMILY  # the models whose step cost grows with the (padded) vocabulary
+TASK_OVERHEAD = 4.5  # an ensemble's fixed cost in units of one task-vocabulary slot of the full family
+
+
+def job_groups(specs: Sequence[JobSpec]) -> list[tuple[JobSpec, ...]]:
+    """Group the jobs that differ only in task and seeds into one ensemble each (:func:`train_jobs`). The full
+    family computes every token's transition at every step, so its tasks are split by padded vocabulary
+    (:func:`padded_groups`: parity/mod3 and mod5/S3 in quick); for the other models the vocabulary is only an input
+    projection and all tasks share one ensemble."""
+    from genlab.data.state_tracking import make_task
+
+    by_job: dict[JobSpec, list[JobSpec]] = {}
+    for s in specs:
+        by_job.setdefault(replace(s, task="", init_seed=0, data_seed=0, task_seed=0), []).append(s)
+    groups: list[tuple[JobSpec, ...]] = []
+    for key, members in by_job.items():
+        if key.model in VOCAB_PADDED:
+            groups += padded_groups(members, lambda s: make_task(s.task, s.task_seed).vocab, TASK_OVERHEAD)
+        else:
+            groups.append(tuple(members))
+    return groups
+
+
+def group_cost(group: Sequence[JobSpec]) -> float:
+    """Estimated training CPU (ms) of a group, for the load balance: steps x per-step cost (``STEP_MS``), 6x for the
+    large groups (A4, S5 and up)."""
+    from genlab.data.state_tracking import make_task
+
+    s = group[0]
+    units = len(group) * s.seeds * len(s.lrs) / 5 * max(1, len(s.ranks))
+    if s.model in VOCAB_PADDED:
+        units *= max(make_task(g.task, g.task_seed).vocab for g in group)
+    fixed, per_unit = STEP_MS.get(s.model, (3.0, 2.0))
+    big = 6.0 if any(g.task.startswith(("a", "s5")) for g in group) else 1.0
+    return s.steps * big * (fixed + per_unit * units)
 
 
 # ----------------------------------------------------------------------------------------- Prop. 3
@@ -575,18 +706,11 @@ class StateTracking(Study):
         from genlab.harness.torch_setup import setup_torch
 
         setup_torch(1)
-        specs = self.jobs(cfg, ctx)
-        # heaviest first for load balance: loop cells with many parameters per step
-        cost = {"full": 8.0, "full+add": 8.0, "lstm": 5.0, "block2": 3.0, "block4": 3.0}
-
-        def weight(s: JobSpec) -> float:  # a CP group: its padded rank units (16 ~ one `cp-sweep` ensemble of 4)
-            base = len(s.ranks) * max(s.ranks) / 16 if s.ranks else cost.get(s.model, 1.0)
-            return base * s.steps * (6.0 if s.task.startswith(("a", "s5")) else 1.0)
-
-        specs.sort(key=lambda s: -weight(s))
+        groups = job_groups(self.jobs(cfg, ctx))
+        groups.sort(key=lambda g: -group_cost(g))  # heaviest first (longest-processing-time load balance)
         processes = cfg.workers if ctx.device == "cpu" else 1  # one process owns the GPU
         with ctx.timer("training"):
-            results = [r for rs in ctx.map(train_job, specs, processes=processes, desc="state tracking") for r in rs]
+            results = [r for rs in ctx.map(train_jobs, groups, processes=processes, desc="state tracking") for r in rs]
         for res in results:
             self._log_job(res, ctx)
 
