@@ -1043,24 +1043,23 @@ class Grokking(Study):
             onset_lines(ax, i)
         ax.set(yscale="log", title="neural collapse (train features)", xlabel="step")
         ax.legend(fontsize=7)
+        def arm_curves(ax, arms, ncc_ax=None):
+            """Test accuracy of each seed (colour) and arm (line style); NCC on ``ncc_ax`` too when given."""
+            for i in seeds:
+                c = colors[i % len(colors)]
+                for arm, ls in arms:
+                    if (s := series.get(f"modular/{op}/{arm}/{i}")) is not None:
+                        ax.plot(s["step"], s["test_acc"], color=c, ls=ls, lw=1.3)
+                        if ncc_ax is not None:
+                            ncc_ax.plot(s["step"], s["ncc"], color=c, ls=ls, lw=0.7, alpha=0.5)
+
         ax = axes[1, 0]
-        for i in seeds:
-            c = colors[i % len(colors)]
-            for arm, ls in (("baseline", ":"), ("ascent", "-"), ("control", "-.")):
-                key = f"modular/{op}/{arm}/{i}"
-                if key in series:
-                    ax.plot(series[key]["step"], series[key]["test_acc"], color=c, ls=ls, lw=1.3)
+        arm_curves(ax, (("baseline", ":"), ("ascent", "-"), ("control", "-.")))
         ax.axvline(off, color="k", lw=1)
         ax.set(title="ascent (—), head-pull control (-.), baseline (:)", xlabel="step", ylabel="test accuracy")
         ax = axes[1, 1]
         ax2 = ax.twinx()
-        for i in seeds:
-            c = colors[i % len(colors)]
-            for arm, ls in (("baseline", ":"), ("suppress", "-"), ("encourage", "-.")):
-                key = f"modular/{op}/{arm}/{i}"
-                if key in series:
-                    ax.plot(series[key]["step"], series[key]["test_acc"], color=c, ls=ls, lw=1.3)
-                    ax2.plot(series[key]["step"], series[key]["ncc"], color=c, ls=ls, lw=0.7, alpha=0.5)
+        arm_curves(ax, (("baseline", ":"), ("suppress", "-"), ("encourage", "-.")), ncc_ax=ax2)
         ax2.set(yscale="log", ylabel="NCC (thin)")
         ax.set(title="NC suppress (—), encourage (-.), baseline (:)", xlabel="step", ylabel="test accuracy")
         ax = axes[1, 2]
@@ -1070,8 +1069,7 @@ class Grokking(Study):
                     key = f"digits/{arm}/{i}"
                     if key in series:
                         ax.plot(series[key]["epoch"], series[key]["test_acc"], color=colors[DIGITS_ARMS.index(arm)],
-                                ls=ls,
-                                lw=1.2, label=arm if i == seeds[0] else None)
+                                ls=ls, lw=1.2, label=arm if i == seeds[0] else None)
             cfg = ctx.cfg
             if cfg is not None:
                 ax.axvline(cfg.digits_off, color="k", lw=1)
