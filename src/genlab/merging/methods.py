@@ -547,20 +547,13 @@ def linear_merge(
     acc_dtype = torch.float64 if first.dtype == torch.float64 else torch.float32
     coeffs = torch.tensor(list(weight), dtype=acc_dtype)
     total = coeffs.sum()
-    if not chunked or not first.numel():
-        result = torch.zeros_like(first, dtype=acc_dtype)
-        for tensor, c in zip(tensors, coeffs):
-            result.addcmul_(tensor, c)
-        if normalize:
-            result.div_(total)
-        return result.to(first.dtype)
     flat = [t.reshape(-1) for t in tensors]
     out = torch.empty_like(flat[0])
 
-    def span(lo: int, hi: int) -> None:
-        acc = torch.empty(min(CHUNK, hi - lo), dtype=acc_dtype)
-        for start in range(lo, hi, CHUNK):
-            stop = min(start + CHUNK, hi)
+    def span(lo: int, hi: int, block: int = CHUNK) -> None:
+        acc = torch.empty(min(block, hi - lo), dtype=acc_dtype)
+        for start in range(lo, hi, block):
+            stop = min(start + block, hi)
             a = acc[: stop - start]
             a.zero_()
             for t, c in zip(flat, coeffs):
@@ -569,7 +562,10 @@ def linear_merge(
                 a.div_(total)
             out[start:stop].copy_(a)
 
-    in_halves(span, out.numel())
+    if chunked:
+        in_halves(span, out.numel())
+    else:  # mergekit's whole-tensor ops: one block the size of the tensor
+        span(0, out.numel(), max(out.numel(), 1))
     return out.reshape(first.shape)
 
 
