@@ -3,6 +3,7 @@ same merge of synthetic Llama-shaped bf16 checkpoints (Hugging Face folders, sha
 subprocesses.
 
     python benchmarks/bench_merge.py [--layers 4] [--hidden 2048] [--methods ties,task_arithmetic] [--keep DIR]
+        [--no-mergekit]
 
 The floor reads every input tensor with ``safetensors.safe_open`` and writes one output (the base's tensors,
 through genlab's writer, fsync included): no merge can take less. Each tool runs once per method after a warm-up
@@ -147,6 +148,7 @@ def main() -> None:
     ap.add_argument("--experts", type=int, default=2)
     ap.add_argument("--methods", default="ties,task_arithmetic")
     ap.add_argument("--keep", type=Path, default=None, help="work folder to keep (default: a temporary one)")
+    ap.add_argument("--no-mergekit", action="store_true", help="leave mergekit's rows out (they take longest)")
     ap.add_argument("--floor", nargs="+", type=Path, help=argparse.SUPPRESS)  # internal: OUT INPUT...
     args = ap.parse_args()
     if args.floor:
@@ -164,6 +166,7 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     env.pop("OMP_NUM_THREADS", None)
     have_mergekit = shutil.which("mergekit-yaml", path=str(Path(sys.executable).parent)) is not None
+    have_mergekit = have_mergekit and not args.no_mergekit
     print(f"inputs: {len(names)} checkpoints, {total / 1e9:.2f} GB (bf16, sharded); work dir {work}")
     idle = timed([sys.executable, "-c", "import torch, safetensors"], env)
     print(f"python + torch import alone: peak RSS {idle['rss_mb']:.0f} MB, {idle['cpu']:.1f} s CPU")

@@ -21,6 +21,7 @@ mergekit's ops in cache, with the same roundings, and only the output is a new f
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -376,6 +377,55 @@ def gta_merge(
         if len(tensors) != n_experts:
             raise ValueError(f"expected {n_experts} expert tensors, got {len(tensors)}")
         return task_arithmetic(base, tensors, weight, normalize=normalize, lam=lam)
+    blockwise = bool(chunked and base.numel() and n_experts <= chunked_max(base))
+    compiled = blockwise and _compiled_applies(method, base, rescale, trim)
+    if compiled:
+        from genlab.merging import fused
+
+        dens = density if method.sparsification else None
+        deltas, compiled = fused.task_vectors(base, experts, n_experts, dens, _pool().submit)
+    else:
+        deltas = _task_vectors(method, base, experts, n_experts, density, rescale, gamma, epsilon, generator, trim)
+    weights = torch.tensor(list(weight), dtype=deltas.dtype, device=deltas.device)
+    if compiled:  # finite task vectors: the compiled combination
+        out = torch.empty_like(base)
+        fused.combine_into(out.reshape(-1), base.reshape(-1), deltas, weights, consensus, normalize, lam, in_halves)
+        return out
+    mask_dtype = torch.int8 if int8_mask else base.dtype
+    combine = functools.partial(combine_task_vectors, consensus=consensus, mask_dtype=mask_dtype,
+                                normalize=normalize, lam=lam)  # fmt: skip
+    if not blockwise:  # mergekit's whole-tensor ops
+        return combine(base, deltas, weights)
+    flat_base, flat_deltas = base.reshape(-1), deltas.reshape(n_experts, -1)
+    out = torch.empty_like(flat_base)
+
+    def span(lo: int, hi: int) -> None:
+        for start in range(lo, hi, CHUNK):
+            stop = min(start + CHUNK, hi)
+            out[start:stop] = combine(flat_base[start:stop], flat_deltas[:, start:stop], weights)
+
+    in_halves(span, out.numel())
+    return out.reshape(base.shape)
+
+
+def _compiled_applies(method: Method, base: torch.Tensor, rescale: bool, trim: str) -> bool:
+    """Whether :mod:`genlab.merging.fused` gives this merge's bits: bfloat16 on CPU, no sparsification or the
+    TIES trim without rescaling, and the compiled loops checked against torch in this process."""
+    if base.dtype != torch.bfloat16 or base.device.type != "cpu" or trim != "mergekit":
+        return False
+    if method.sparsification not in (None, "magnitude") or (method.sparsification and rescale):
+        return False
+    from genlab.merging import fused
+
+    return fused.agrees_with_torch()
+
+
+def _task_vectors(
+    method: Method, base: torch.Tensor, experts: Iterable[torch.Tensor], n_experts: int, density: Sequence[float],
+    rescale: bool, gamma: Sequence[float] | None, epsilon: Sequence[float] | None,
+    generator: torch.Generator | None, trim: str,
+) -> torch.Tensor:
+    """The stacked task vectors θᵢ − θ₀, each sparsified by the method, with torch's ops (mergekit's)."""
     deltas = base.new_empty((n_experts, *base.shape))
 
     def task_vector(i: int, expert: torch.Tensor, out: torch.Tensor = deltas) -> None:
@@ -415,12 +465,21 @@ def gta_merge(
             count += 1
     if count != n_experts:
         raise ValueError(f"expected {n_experts} expert tensors, got {count}")
-    weights = torch.tensor(list(weight), dtype=deltas.dtype, device=deltas.device)
-    while deltas.dim() > weights.dim():
-        weights.unsqueeze_(-1)
+    return deltas
+
+
+def combine_task_vectors(
+    base: torch.Tensor, deltas: torch.Tensor, weights: torch.Tensor, *, consensus: str | None,
+    mask_dtype: torch.dtype, normalize: bool, lam: float,
+) -> torch.Tensor:
+    """Steps 2–5 of the module doc on stacked task vectors ``deltas`` (experts first; scaled in place) and a base
+    of the same shape, as mergekit's ``merge_group`` writes them. Every step is elementwise or a sum over the
+    experts, so a block of elements gives the block of the whole tensor's result (for :func:`chunked_max`
+    experts: the order torch sums them in is the same; tested)."""
+    weights = weights.reshape(-1, *([1] * base.dim()))
     deltas.mul_(weights)
     if consensus:
-        mask = sign_mask(deltas, consensus, torch.int8 if int8_mask else base.dtype)
+        mask = sign_mask(deltas, consensus, mask_dtype)
         mixed = (deltas * mask).sum(dim=0)
         divisor = (weights * mask).sum(dim=0)
         divisor[divisor == 0] = 1
@@ -428,7 +487,6 @@ def gta_merge(
         mixed = deltas.sum(dim=0)
         divisor = weights.sum(dim=0)
         divisor[divisor.abs() < 1e-8] = 1
-    del deltas
     if normalize:
         mixed /= divisor
     if lam != 1:

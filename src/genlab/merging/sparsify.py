@@ -52,11 +52,16 @@ def magnitude(tensor: torch.Tensor, density: float, rescale: bool = False, trim:
     k = max(1, int(density * tensor.numel()))
     if trim == "threshold":
         return _apply_mask(tensor, top_k_mask(tensor, k).to(tensor.dtype), rescale)
+    from genlab.merging.introsort import top_k_positions  # numba: imported when a trim needs it
+
     mask = torch.zeros(tensor.numel(), dtype=tensor.dtype, device=tensor.device)
-    w = tensor.abs().reshape(-1)
-    if w.device.type == "cpu":
-        w = w.float()  # argsort of half precision is slow (and absent for some dtypes) on CPU
-    mask[torch.argsort(w, descending=True)[:k]] = 1
+    keep = top_k_positions(tensor, k) if tensor.device.type == "cpu" else None
+    if keep is None:  # mergekit's own sort
+        w = tensor.abs().reshape(-1)
+        if w.device.type == "cpu":
+            w = w.float()  # argsort of half precision is slow (and absent for some dtypes) on CPU
+        keep = torch.argsort(w, descending=True)[:k]
+    mask[keep] = 1
     return _apply_mask(tensor, mask.reshape_as(tensor), rescale)
 
 
