@@ -80,9 +80,9 @@ def test_binding_claim_is_withheld_unless_the_loss_change_exceeds_alpha0():
     ev = stb._binding_claim({"mnist1d_binding": {"mlp_long": _binding_rows(79) + _binding_rows(1, covers=False)}},
                             cfg)
     assert ev.held is None and ev.test.ci[0] < 0.95  # 79/80: Wilson lower limit 0.933
-    ev = stb._binding_claim({"mnist1d_binding": {"mlp_long": _binding_rows(70) + _binding_rows(10, covers=False)}},
-                            cfg)
-    assert ev.held is False  # 70/80: Wilson upper limit 0.936 < 0.95
+    for covered, held in ((72, False), (73, None)):  # Wilson upper limit 0.949 < 0.95 at 72/80, 0.957 at 73/80
+        rows = _binding_rows(covered) + _binding_rows(80 - covered, covers=False)
+        assert stb._binding_claim({"mnist1d_binding": {"mlp_long": rows}}, cfg).held is held
     loose = _binding_rows(80, loss_instability=0.01)
     ev = stb._binding_claim({"mnist1d_binding": {"mlp_long": loose}}, cfg)
     assert ev.held is None and "Hoeffding alone" in ev.note and ev.test.gate
