@@ -83,17 +83,6 @@ def test_tight_claim_helpers():
     assert stb._stability_claim({"ridge": _tight_rows(5)}).held is None  # no unstable learner to compare
 
 
-def test_binding_claim_is_withheld_unless_the_loss_change_exceeds_alpha0():
-    cfg = stb.TightBounds.config("quick")
-    binding = _tight_rows(80, loss_instability=0.05, alpha0=0.03, alpha1_resampled=0.1)
-    ev = stb._binding_claim({"mnist1d_binding": {"mlp_long": binding}}, cfg)
-    assert ev.held is True and ev.numbers["binding_runs"] == "80/80"
-    loose = _tight_rows(80, loss_instability=0.01, alpha0=0.03)
-    ev = stb._binding_claim({"mnist1d_binding": {"mlp_long": loose}}, cfg)
-    assert ev.held is None and "Hoeffding alone" in ev.note and ev.test.gate
-    assert stb._binding_claim({}, cfg).held is None  # the arm is off
-
-
 def test_app_l_claim_reads_mnist1d_and_reports_digits_beside_it():
     def run(agree, acc, n=5):
         return [dict(agreement=agree + 0.002 * i, test_acc=acc) for i in range(n)]

@@ -2,8 +2,9 @@
 
 Part 1 reproduces the paper's numbers exactly (parity ERM, Example 1.8; the orthogonal-function construction of
 Theorem 3.2 / Lemma H.1) and measures estimability v = E[var(L | S)] of unstable and stable rules on the same
-finite family. Part 2 runs Theorem 4.3 on real learners (digits): the hold-out estimator, measured loss and
-hypothesis stability, and the tightness they allow, for ridge, an early-stopped net and long-trained nets.
+finite family. Part 2 runs Theorem 4.3 on real learners (digits, mnist1d): the hold-out estimator, measured loss and
+hypothesis stability, and the tightness they allow, for ridge, an early-stopped net and long-trained nets; and an arm
+where the stability term binds, with the theorem's α₁ (:mod:`genlab.studies.tight_bounds_population`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 
 from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
 from genlab.measures import estimability as est
+from genlab.studies.tight_bounds_population import conformal_rank
 
 RULES = {"first_consistent": est.first_consistent, "majority_vote": est.majority_vote, "memorizer": est.memorizer}
 STABLE_LEARNERS = ("ridge", "mlp_early")
@@ -111,10 +113,14 @@ class TightBounds(Study):
         app_l_learners: tuple[str, ...] = ("mlp_early", "mlp_long")
         app_l_samples: int = 5000  # mnist1d samples generated (80 % train, 20 % test)
         app_l_holdout: int = 1000  # k on mnist1d: α₀ = 0.043 at δ = 0.05
-        # Thm 4.3 where stability binds (added 2026-12-04, issue 35): on mnist1d with k so large that Hoeffding's α₀
-        # falls below the loss change of removing k points, so the interval can only cover through α̂₁
-        binding_holdout: int = 1900  # α₀ = 0.031 at δ = 0.05 (4 000 training points: 2k must fit)
-        binding_learners: tuple[str, ...] = ("mlp_long",)  # the early net's loss change (0.021) stays below α₀
+        # Thm 4.3 where stability binds (issue 35; redesigned 2026-12-05): the long-trained net on mnist1d, every unit
+        # its own fresh sample S ~ D^m from the generator, k so large that Hoeffding's α₀ (at β₀ = δ/2) falls below the
+        # loss change of removing k points; α̂₁ at β₁ = δ/2 is the theorem's α₁ at sizes (m − k, m), calibrated on
+        # the other units (tight_bounds_population). 80 units: all covering clears 0.95 (Wilson) from 73 on
+        binding_units: int = 80  # 0 skips the arm; else >= 2/δ, so the conformal (1 − δ/2) quantile is finite
+        binding_m: int = 1000
+        binding_holdout: int = 500  # α₀ = 0.066 at β₀ = 0.025
+        binding_test: int = 5000  # generated test points standing in for D
         stable_agreement: float = 0.6  # the random-label net counts as hypothesis-unstable below this agreement
 
         def validate(self) -> None:
@@ -127,14 +133,14 @@ class TightBounds(Study):
                 raise ValueError("holdout must lie in (0, 600): twice it must fit in the training split")
             if self.stability_draws < 1:
                 raise ValueError("stability_draws must be >= 1")
-            for name in ("app_l_learners", "binding_learners"):
-                if set(getattr(self, name)) - {"mlp_early", "mlp_long"}:
-                    raise ValueError(f"{name} must be among ('mlp_early', 'mlp_long')")
-            for name in ("app_l_holdout", "binding_holdout"):
-                if self.app_l_learners and not 0 < 2 * getattr(self, name) < self.app_l_samples * 4 // 5:
-                    raise ValueError(f"{name}: twice it must fit in the mnist1d training split (80 % of samples)")
-            if self.binding_holdout and self.binding_holdout <= self.app_l_holdout:
-                raise ValueError("binding_holdout must exceed app_l_holdout (0: skip the binding arm)")
+            if set(self.app_l_learners) - {"mlp_early", "mlp_long"}:
+                raise ValueError("app_l_learners must be among ('mlp_early', 'mlp_long')")
+            if self.app_l_learners and not 0 < 2 * self.app_l_holdout < self.app_l_samples * 4 // 5:
+                raise ValueError("app_l_holdout: twice it must fit in the mnist1d training split (80 % of samples)")
+            if self.binding_units and conformal_rank(self.binding_units, self.delta / 2) > self.binding_units - 1:
+                raise ValueError("binding_units must be 0 or >= 2/delta (the conformal alpha1 needs them)")
+            if self.binding_units and not 0 < self.binding_holdout < self.binding_m:
+                raise ValueError("binding_holdout must lie in (0, binding_m)")
 
     presets = {
         "smoke": {
@@ -147,7 +153,10 @@ class TightBounds(Study):
             "parity_d": (20,),
             "app_l_samples": 1000,
             "app_l_holdout": 200,
-            "binding_holdout": 390,
+            "binding_units": 40,
+            "binding_m": 200,
+            "binding_holdout": 100,
+            "binding_test": 500,
         },
         "quick": {},
         "full": {"draws": 200000, "seeds": 14, "long_steps": 10000, "width": 512},
@@ -199,10 +208,33 @@ class TightBounds(Study):
             generated = [Split(d.x_train, d.y_train, d.x_test, d.y_test)] * cfg.seeds
             metrics["mnist1d"] = self._holdout_runs(cfg, ctx, "mnist1d", cfg.app_l_learners, cfg.app_l_holdout,
                                                     generated)
-            if cfg.binding_holdout and cfg.binding_learners:
-                metrics["mnist1d_binding"] = self._holdout_runs(cfg, ctx, "mnist1d_binding", cfg.binding_learners,
-                                                                cfg.binding_holdout, generated)
+        if cfg.binding_units:
+            metrics["mnist1d_binding"] = {"mlp_long": self._binding_runs(cfg, ctx)}
         return metrics
+
+    def _binding_runs(self, cfg: TightBounds.Config, ctx: RunContext) -> list[dict[str, Any]]:
+        """The stability-binding arm: ``binding_units`` fresh mnist1d samples of size m (one generator call, cut
+        into disjoint samples and a test set), the long-trained net's pairs trained as one batched model."""
+        from genlab.data.images import mnist1d_data
+        from genlab.harness.torch_setup import setup_torch
+        from genlab.studies.tight_bounds_population import population_runs  # torch is imported there lazily
+
+        setup_torch(1)
+        units, m = cfg.binding_units, cfg.binding_m
+        total = -(-(units * m + cfg.binding_test) // 10) * 10  # the generator draws num_samples // 10 per class
+        d = mnist1d_data(seed=ctx.seed_for("mnist1d_binding") % 2**31, num_samples=total)
+        x, y = np.concatenate([d.x_train, d.x_test]), np.concatenate([d.y_train, d.y_test])
+        rows = population_runs(
+            x[: units * m].reshape(units, m, -1), y[: units * m].reshape(units, m), x[units * m :], y[units * m :],
+            cfg.binding_holdout, cfg.delta, width=cfg.width, lr=cfg.long_lr, steps=cfg.long_steps,
+            seed=ctx.seed_for("binding_init") % 2**31, device=ctx.device,
+        )
+        for row in rows:
+            ctx.record(dataset="mnist1d_binding", learner="mlp_long", **row)
+        binds = sum(r["loss_instability"] > r["alpha0"] for r in rows)
+        ctx.log(f"binding arm: {units} units, m={m}, k={cfg.binding_holdout}: covers {sum(r['covers'] for r in rows)}"
+                f", a0 < loss change in {binds}")
+        return rows
 
     def _holdout_runs(self, cfg: TightBounds.Config, ctx: RunContext, dataset: str, learners: tuple[str, ...],
                       holdout: int, splits: list) -> dict[str, list[dict[str, float]]]:
@@ -370,10 +402,10 @@ class TightBounds(Study):
         ),
         Claim(
             "thm43-coverage-stability-binding",
-            "Theorem 4.3 where stability binds: on mnist1d with k = {binding_holdout} held out ({binding_learners}), "
-            "Hoeffding's a0 is below the measured loss change of removing k points in most runs, and the interval "
-            "with the estimated a1 still covers "
-            "the test error in >= 1 - delta of runs (Wilson interval)",
+            "Theorem 4.3 where stability binds: the long-trained net on {binding_units} fresh mnist1d samples of "
+            "m = {binding_m}, k = {binding_holdout} held out; Hoeffding's a0 (at delta/2) is below the loss change of "
+            "removing k points in most runs, and the interval with a1 = the loss change's (1 - delta/2) quantile at "
+            "sizes (m - k, m), calibrated on the other runs, covers the test error in >= 1 - delta of runs (Wilson)",
             lambda m, cfg: _binding_claim(m, cfg),
         ),
         Claim(
@@ -466,10 +498,14 @@ def _binding_claim(m, cfg):
     dig = _holdout_rows(m, ("mnist1d_binding",))
     rows = [r for rs in dig.values() for r in rs]
     if not rows:
-        return evidence(None, note="the binding arm is off (binding_holdout = 0 or no mnist1d learners)")
+        return evidence(None, note="the binding arm is off (binding_units = 0)")
     binds = [r["loss_instability"] > r["alpha0"] for r in rows]
     ev = decide.proportion([r["covers"] for r in rows], above=1 - cfg.delta, method="wilson",
-                           binding_runs=f"{sum(binds)}/{len(rows)}", **_coverage_numbers(dig))
+                           note="α̂₁: the other runs' loss change at sizes (m − k, m), conformal (1 − δ/2) quantile",
+                           binding_runs=f"{sum(binds)}/{len(rows)}", m=rows[0].get("m"), k=rows[0]["k"],
+                           mean_train_err=float(np.mean([r.get("train_err", np.nan) for r in rows])),
+                           mean_test_err=float(np.mean([r["test_err"] for r in rows])),
+                           max_error=float(max(r["error"] for r in rows)), **_coverage_numbers(dig))
     if 2 * sum(binds) <= len(rows):
         return ev.withheld(f"a0 < loss change in only {sum(binds)}/{len(rows)} runs: Hoeffding alone would cover")
     return ev
