@@ -43,55 +43,80 @@ def _mlp(din: int, width: int, depth: int, dout: int, init_scale: float):
     return nn.Sequential(*layers[:-1])
 
 
-def _train(model, x, y, cfg, seed: int, spectral_projection: bool = False) -> None:
-    """AdamW with weight decay; with ``spectral_projection`` every weight matrix is divided by its largest singular
-    value after each step whenever that exceeds 1 (the paper's Fig. D.3 regime: all spectral norms ≤ 1), and the
-    loss sees the logits times ``cfg.spectral_logit_scale`` (a fixed temperature: the classifier, its margins'
-    ratios and every bound are those of the unscaled 1-Lipschitz net, see :func:`_project_spectral`)."""
-    import torch
+def _train(models, xs, ys, cfg, seeds: list[int], spectral_projection: bool = False) -> None:
+    """Train same-shape MLPs, one per seed (each its own data, initialisation and minibatch order ``seeds[i]``),
+    as one batched model: the weights stacked along a leading seed axis, ``torch.bmm``, and the sum of the seeds'
+    mean losses, so every seed's gradient and AdamW step (weight decay included) are those of training it alone.
 
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    gen = torch.Generator().manual_seed(seed)  # minibatches drawn on the CPU generator, on any device
-    dev = module_device(model)
-    xt, yt = torch.as_tensor(x, device=dev), torch.as_tensor(y, device=dev)
+    With ``spectral_projection`` every weight matrix is divided by its largest singular value after each step
+    whenever that exceeds 1 (the paper's Fig. D.3 regime: all spectral norms ≤ 1), and the loss sees the logits
+    times ``cfg.spectral_logit_scale``: a fixed temperature, so the 1-Lipschitz net can reach a small loss; the
+    classifier and every bound (functions of B ∏ s_i / γ and norm ratios) are those of the unscaled net."""
+    import torch
+    from torch import nn
+
+    dev = module_device(models[0])
+    lins = [[m for m in model.modules() if isinstance(m, nn.Linear)] for model in models]
+    weights = [torch.stack([ls[i].weight.detach() for ls in lins]).clone().requires_grad_()
+               for i in range(len(lins[0]))]
+    opt = torch.optim.AdamW(weights, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    gens = [torch.Generator().manual_seed(s) for s in seeds]  # minibatches on CPU generators, on any device
+    pgen = torch.Generator().manual_seed(seeds[0])  # power-iteration starts (a separate stream)
+    xt, yt = torch.as_tensor(np.stack(xs), device=dev), torch.as_tensor(np.stack(ys), device=dev)
+    rows = torch.arange(len(models), device=dev)[:, None]
     scale = cfg.spectral_logit_scale if spectral_projection else 1.0
-    lins = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     vecs: dict[int, Any] = {}  # power-iteration vectors, warm-started from step to step
-    pgen = torch.Generator().manual_seed(seed)  # their start (a separate stream: the minibatches match the twin's)
     for _ in range(cfg.steps):
-        idx = torch.randint(0, len(yt), (cfg.batch,), generator=gen).to(dev)
+        idx = torch.stack([torch.randint(0, yt.shape[1], (cfg.batch,), generator=g) for g in gens]).to(dev)
         opt.zero_grad()
-        torch.nn.functional.cross_entropy(scale * model(xt[idx]), yt[idx]).backward()
+        logits = scale * _forward(weights, xt[rows, idx])
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), yt[rows, idx].flatten()) * len(models)
+        loss.backward()
         opt.step()
         if spectral_projection:
-            _project_spectral(lins, vecs, cfg.power_iters, pgen)
+            _project_spectral(weights, vecs, cfg.power_iters, pgen)
     if spectral_projection:  # the final weights: exact top singular values, so every norm is <= 1 exactly
-        _project_spectral(lins, vecs, 0, pgen)
+        _project_spectral(weights, vecs, 0, pgen)
+    with torch.no_grad():
+        for i, w in enumerate(weights):
+            for s_, ls in enumerate(lins):
+                ls[i].weight.copy_(w[s_])
 
 
-def _project_spectral(lins, vecs: dict[int, Any], iters: int, gen) -> list[float]:
-    """Divide each layer's weight by its spectral norm where that exceeds 1; returns the norms before.
+def _forward(weights, x):
+    """The stacked bias-free ReLU MLP: x (seeds, batch, d_in) -> logits (seeds, batch, classes)."""
+    import torch
 
-    ``iters`` > 0: the norm by that many power iterations from the layer's vector of the previous call (a lower
+    for i, w in enumerate(weights):
+        x = torch.bmm(x, w.mT)
+        if i < len(weights) - 1:
+            x = torch.relu(x)
+    return x
+
+
+def _project_spectral(weights, vecs: dict[int, Any], iters: int, gen) -> list[list[float]]:
+    """Divide each stacked weight (seeds, out, in), seed by seed, by its spectral norm where that exceeds 1;
+    returns the norms before (per layer, per seed).
+
+    ``iters`` > 0: the norm by that many power iterations from the layer's vectors of the previous call (a lower
     bound that converges as the weights settle: the per-step projection). ``iters`` = 0: the exact norm (SVD)."""
     import torch
 
     sigmas = []
     with torch.no_grad():
-        for i, lin in enumerate(lins):
-            w = lin.weight
+        for i, w in enumerate(weights):
             if iters == 0:
                 sigma = torch.linalg.matrix_norm(w, ord=2)
             else:
                 v = vecs.get(i)
                 if v is None:
-                    v = torch.randn(w.shape[1], generator=gen).to(w)
+                    v = torch.randn(w.shape[0], w.shape[2], 1, generator=gen).to(w)
                 for _ in range(iters):
-                    v = torch.nn.functional.normalize(w.T @ (w @ v), dim=0)
+                    v = torch.nn.functional.normalize(w.mT @ (w @ v), dim=1)
                 vecs[i] = v
-                sigma = torch.linalg.vector_norm(w @ v)
-            w.div_(sigma.clamp_min(1.0))
-            sigmas.append(float(sigma))
+                sigma = torch.linalg.vector_norm(w @ v, dim=(1, 2))
+            w.div_(sigma.clamp_min(1.0)[:, None, None])
+            sigmas.append(sigma.tolist())
     return sigmas
 
 
@@ -202,44 +227,49 @@ class RankSparseBounds(Study):
 
         setup_torch(1)
         out: dict[str, Any] = {"runs": [], "p0_max_rel_gap": 0.0, "rescale_max_rel_change": 0.0}
-        for seed in ctx.progress(range(cfg.seeds), desc="seeds"):
-            for ds in cfg.datasets:
-                if ds == "synthetic":
-                    x, y = _teacher_data(ctx.rng("teacher", seed), cfg.n_train + cfg.n_test, cfg.dim, cfg.teacher_rank)
-                    xtr, ytr, xte, yte = x[: cfg.n_train], y[: cfg.n_train], x[cfg.n_train :], y[cfg.n_train :]
-                else:
-                    from genlab.data.digits import digits_split
-
-                    sp = digits_split(0.3, seed=ctx.seed_for("split", seed))
-                    xtr, ytr, xte, yte = sp.x_train, sp.y_train, sp.x_test, sp.y_test
-                n_cls = int(max(ytr.max(), yte.max()) + 1)
-                for width in cfg.widths:
-                    torch.manual_seed(ctx.seed_for("init", ds, width, seed))
-                    model = _mlp(xtr.shape[1], width, cfg.depth, n_cls, cfg.init_scale).to(ctx.device)
-                    _train(model, xtr, ytr, cfg, ctx.seed_for("order", ds, width, seed))
-                    # the bounds are computed in float64 on the CPU
-                    model = model.cpu()
-                    out["runs"].append(self._measure(model, xtr, ytr, xte, yte, ds, width, seed, cfg, out, ctx))
-                    if width == max(cfg.widths):
-                        twin = _rank_projected_copy(model, cfg.project_rank)
-                        out["runs"].append(self._measure(twin, xtr, ytr, xte, yte, ds, width, seed, cfg, out, ctx,
-                                                         kind="projected"))
-                for width in sorted({min(cfg.widths), max(cfg.widths)}) if cfg.spectral_arm else ():
-                    torch.manual_seed(ctx.seed_for("init", ds, width, seed))
-                    model = _mlp(xtr.shape[1], width, cfg.depth, n_cls, cfg.init_scale).to(ctx.device)
-                    _train(model, xtr, ytr, cfg, ctx.seed_for("order", ds, width, seed), spectral_projection=True)
-                    out["runs"].append(self._measure(model.cpu(), xtr, ytr, xte, yte, ds, width, seed, cfg, out,
-                                                     ctx, kind="spectral"))
-                if cfg.random_labels:  # the same largest-width net and budget on permuted training labels
-                    width = max(cfg.widths)
-                    y_rand = ctx.rng("random-labels", ds, seed).permutation(ytr)
-                    torch.manual_seed(ctx.seed_for("init", ds, width, seed))
-                    model = _mlp(xtr.shape[1], width, cfg.depth, n_cls, cfg.init_scale).to(ctx.device)
-                    _train(model, xtr, y_rand, cfg, ctx.seed_for("order", ds, width, seed))
-                    out["runs"].append(self._measure(model.cpu(), xtr, y_rand, xte, yte, ds, width, seed, cfg, out,
-                                                     ctx, kind="random"))
+        seeds = range(cfg.seeds)
+        # every net is trained for all seeds at once (one batched model); the arms: the width sweep, the
+        # spectral-projection arm at the smallest and largest width, the largest width on permuted labels
+        arms = [("trained", w) for w in cfg.widths]
+        arms += [("spectral", w) for w in sorted({min(cfg.widths), max(cfg.widths)}) if cfg.spectral_arm]
+        arms += [("random", max(cfg.widths))] if cfg.random_labels else []
+        jobs = [(ds, kind, width) for ds in cfg.datasets for kind, width in arms]
+        splits: dict[str, list[tuple[np.ndarray, ...]]] = {}
+        for ds, kind, width in ctx.progress(jobs, desc="nets (all seeds at once)"):
+            if ds not in splits:
+                splits[ds] = [self._data(ds, seed, cfg, ctx) for seed in seeds]
+            xtr = [sp[0] for sp in splits[ds]]
+            ytr = [sp[1] if kind != "random" else ctx.rng("random-labels", ds, seed).permutation(sp[1])
+                   for seed, sp in zip(seeds, splits[ds])]
+            n_cls = int(max(max(sp[1].max(), sp[3].max()) for sp in splits[ds]) + 1)
+            models = []
+            for seed in seeds:
+                torch.manual_seed(ctx.seed_for("init", ds, width, seed))
+                models.append(_mlp(xtr[0].shape[1], width, cfg.depth, n_cls, cfg.init_scale).to(ctx.device))
+            # the arms at a width share initialisations and minibatch orders (per seed)
+            _train(models, xtr, ytr, cfg, [ctx.seed_for("order", ds, width, seed) for seed in seeds],
+                   spectral_projection=kind == "spectral")
+            for seed, model, (x_tr, _, x_te, y_te), y_tr in zip(seeds, models, splits[ds], ytr):
+                model = model.cpu()  # the bounds are computed in float64 on the CPU
+                out["runs"].append(self._measure(model, x_tr, y_tr, x_te, y_te, ds, width, seed, cfg, out, ctx,
+                                                 kind=kind))
+                if kind == "trained" and width == max(cfg.widths):
+                    twin = _rank_projected_copy(model, cfg.project_rank)
+                    out["runs"].append(self._measure(twin, x_tr, y_tr, x_te, y_te, ds, width, seed, cfg, out, ctx,
+                                                     kind="projected"))
         out["summary"] = _summary(out["runs"], cfg.datasets)
         return out
+
+    @staticmethod
+    def _data(ds: str, seed: int, cfg, ctx) -> tuple[np.ndarray, ...]:
+        """(x_train, y_train, x_test, y_test) of one seed: a fresh teacher, or a fresh digits split."""
+        if ds == "synthetic":
+            x, y = _teacher_data(ctx.rng("teacher", seed), cfg.n_train + cfg.n_test, cfg.dim, cfg.teacher_rank)
+            return x[: cfg.n_train], y[: cfg.n_train], x[cfg.n_train :], y[cfg.n_train :]
+        from genlab.data.digits import digits_split
+
+        sp = digits_split(0.3, seed=ctx.seed_for("split", seed))
+        return sp.x_train, sp.y_train, sp.x_test, sp.y_test
 
     def _measure(self, model, xtr, ytr, xte, yte, ds, width, seed, cfg, out, ctx, kind: str = "trained"
                  ) -> dict[str, Any]:
