@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
+from genlab.harness.config import Range
 from genlab.harness.torch_setup import module_device
 from genlab.measures import norm_bounds as nb
 
@@ -185,10 +186,13 @@ class RankSparseBounds(Study):
         seeds: int = 5  # independent units of every empirical claim (fresh teacher / split, init and order)
         delta: float = 0.05  # confidence of the bounds with logs and union-bound factors
         spectral_arm: bool = True  # also train the smallest and largest width with all spectral norms <= 1
-        # added 2026-12-05 (issue 35 follow-up); the scale after the failing quick run and a seed-0 probe (see docs)
-        spectral_logit_scale: float = 100.0  # the projected arm's loss sees 100 x logits (= inputs x 100)
-        power_iters: int = 2  # power iterations per step for the projection (warm-started; exact SVD at the end)
-        competence_tol: float = 0.05  # projected nets' test error may exceed the unprojected nets' by at most this
+        # added 2026-12-05 (issue 35 follow-up); the scale after the failing quick run and a seed-0 probe (see docs).
+        # The projected arm's loss sees this x logits (= inputs x this, for a bias-free ReLU net):
+        spectral_logit_scale: Annotated[float, Range(1e-3, 1e6)] = 100.0
+        # power iterations per step for the projection (warm-started; exact SVD at the end):
+        power_iters: Annotated[int, Range(1, 1000)] = 2
+        # the projected nets' test error may exceed the unprojected twins' by at most this (competence precondition):
+        competence_tol: Annotated[float, Range(0.0, 1.0)] = 0.05
         # added 2026-12-04 (fidelity review); thresholds fixed before the first run with them
         random_labels: bool = True  # also train the largest width on permuted labels (per dataset and seed)
         project_rank: int = 10  # rank-r truncation of every weight matrix of the largest-width nets
@@ -204,8 +208,6 @@ class RankSparseBounds(Study):
                 raise ValueError("datasets must be among synthetic, digits")
             if self.project_rank < 1:
                 raise ValueError("project_rank must be >= 1")
-            if self.spectral_logit_scale <= 0 or self.power_iters < 1:
-                raise ValueError("spectral_logit_scale must be > 0 and power_iters >= 1")
 
     presets = {
         "smoke": {
