@@ -5,7 +5,7 @@ import pytest
 
 from genlab.measures.estimability import hoeffding_radius
 from genlab.studies import tight_bounds as stb
-from genlab.studies import tight_bounds_population as pop
+from genlab.studies.tight_bounds import population as pop
 
 
 def test_conformal_rank_and_leave_one_out_quantile():

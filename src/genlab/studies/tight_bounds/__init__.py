@@ -4,7 +4,7 @@ Part 1 reproduces the paper's numbers exactly (parity ERM, Example 1.8; the orth
 Theorem 3.2 / Lemma H.1) and measures estimability v = E[var(L | S)] of unstable and stable rules on the same
 finite family. Part 2 runs Theorem 4.3 on real learners (digits, mnist1d): the hold-out estimator, measured loss and
 hypothesis stability, and the tightness they allow, for ridge, an early-stopped net and long-trained nets; and an arm
-where the stability term binds, with the theorem's α₁ (:mod:`genlab.studies.tight_bounds_population`).
+where the stability term binds, with the theorem's α₁ (:mod:`genlab.studies.tight_bounds.population`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 
 from genlab.harness import Claim, Paper, RunContext, Study, decide, evidence, register
 from genlab.measures import estimability as est
-from genlab.studies.tight_bounds_population import conformal_rank
+from genlab.studies.tight_bounds.population import conformal_rank
 
 RULES = {"first_consistent": est.first_consistent, "majority_vote": est.majority_vote, "memorizer": est.memorizer}
 STABLE_LEARNERS = ("ridge", "mlp_early")
@@ -116,7 +116,7 @@ class TightBounds(Study):
         # Thm 4.3 where stability binds (issue 35; redesigned 2026-12-05): the long-trained net on mnist1d, every unit
         # its own fresh sample S ~ D^m from the generator, k so large that Hoeffding's α₀ (at β₀ = δ/2) falls below the
         # loss change of removing k points; α̂₁ at β₁ = δ/2 is the theorem's α₁ at sizes (m − k, m), calibrated on
-        # the other units (tight_bounds_population). 80 units: all covering clears 0.95 (Wilson) from 73 on
+        # the other units (tight_bounds.population). 80 units: all covering clears 0.95 (Wilson) from 73 on
         binding_units: int = 80  # 0 skips the arm; else >= 2/δ, so the conformal (1 − δ/2) quantile is finite
         binding_m: int = 1000
         binding_holdout: int = 500  # α₀ = 0.066 at β₀ = 0.025
@@ -217,7 +217,7 @@ class TightBounds(Study):
         into disjoint samples and a test set), the long-trained net's pairs trained as one batched model."""
         from genlab.data.images import mnist1d_data
         from genlab.harness.torch_setup import setup_torch
-        from genlab.studies.tight_bounds_population import population_runs  # torch is imported there lazily
+        from genlab.studies.tight_bounds.population import population_runs  # torch is imported there lazily
 
         setup_torch(1)
         units, m = cfg.binding_units, cfg.binding_m
