@@ -18,6 +18,7 @@ vectorised loop gives (0xFFFF), also where mergekit's whole-tensor op handled th
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterable, Sequence
 
 import numba
@@ -131,6 +132,25 @@ def combine(deltas, weights, base, out, lo, hi, consensus, normalize, divisor, l
         _finish(mixed, total, base[start : start + m], out[start : start + m], normalize, lam)
 
 
+@numba.njit(nogil=True, cache=True)
+def task_sum(experts, weights, base, out, lo, hi, normalize, divisor, lam):  # pragma: no cover - compiled
+    """Task arithmetic for elements ``lo:hi`` straight from the experts' bfloat16 bits (a typed list): each
+    δᵢ = θᵢ − θ₀ and wᵢ·δᵢ rounded, then summed, divided, scaled and added to the base as in :func:`combine`."""
+    mixed = np.empty(BLOCK, dtype=np.float32)
+    total = np.empty(BLOCK, dtype=np.float32)
+    total[:] = divisor
+    for start in range(lo, hi, BLOCK):
+        m = min(BLOCK, hi - start)
+        b = base[start : start + m]
+        mixed[:m] = 0
+        for i in range(len(experts)):
+            e = experts[i][start : start + m]
+            w = weights[i]
+            for j in range(m):
+                mixed[j] += rounded(rounded(widen(e[j]) - widen(b[j])) * w)
+        _finish(mixed, total, b, out[start : start + m], normalize, lam)
+
+
 @numba.njit(inline="always")
 def _scale(delta, w, scaled):  # pragma: no cover - compiled
     for j in range(delta.shape[0]):
@@ -155,10 +175,10 @@ def _vote(x, elect, m, by_mass):  # pragma: no cover - compiled
 
 @numba.njit(inline="always")
 def _agreeing(x, w, elect, mixed, total, m):  # pragma: no cover - compiled
-    for j in range(m):
+    for j in range(m):  # x·keep and w·keep need no rounding: both are bfloat16 values times 0 or 1
         keep = np.float32((x[j] > 0) if elect[j] > 0 else (x[j] < 0))
-        mixed[j] += rounded(x[j] * keep)
-        total[j] += rounded(w * keep)
+        mixed[j] += x[j] * keep
+        total[j] += w * keep
 
 
 @numba.njit(inline="always")
@@ -174,6 +194,19 @@ def _finish(mixed, total, base, out, normalize, lam):  # pragma: no cover - comp
             mixed[j] = rounded(mixed[j] * lam)
     for j in range(m):
         out[j] = narrow(widen(base[j]) + mixed[j])
+
+
+_SCRATCH = threading.local()
+
+
+def scratch(name: str, n: int, dtype: torch.dtype) -> torch.Tensor:
+    """A work array of ``n`` elements, the same memory on every call from this thread (grown when too small):
+    fresh pages cost more than the loops that fill them. Valid until the next call with ``name`` here."""
+    have = getattr(_SCRATCH, name, None)
+    if have is None or have.numel() < n or have.dtype != dtype:
+        have = torch.empty(n, dtype=dtype)
+        setattr(_SCRATCH, name, have)
+    return have[:n]
 
 
 def _bits(t: torch.Tensor) -> np.ndarray:
@@ -194,7 +227,7 @@ def task_vectors(
 
     flat_base = _bits(base.reshape(-1))
     n = flat_base.shape[0]
-    deltas = torch.empty((n_experts, n), dtype=torch.bfloat16)
+    deltas = scratch("deltas", n_experts * n, torch.bfloat16).reshape(n_experts, n)
     bits = _bits(deltas)
 
     def one(i: int, expert: torch.Tensor) -> bool:
@@ -203,8 +236,8 @@ def task_vectors(
             deltas[i].zero_()
             return True
         ranked = n if d < 1 else 0
-        keys = np.empty(ranked, dtype=np.uint16)
-        positions = np.empty(ranked, dtype=np.int32 if n < 2**31 else np.int64)
+        keys = scratch("keys", ranked, torch.int16).numpy().view(np.uint16)
+        positions = scratch("positions", ranked, torch.int32 if n < 2**31 else torch.int64).numpy()
         if not task_vector(_bits(expert.reshape(-1)), flat_base, bits[i], keys, positions):
             deltas[i] = magnitude(deltas[i], d)  # NaN or infinity: the torch ops
             return False
@@ -240,11 +273,30 @@ def combine_into(
     normalize: bool, lam: float, in_halves: Callable[[Callable[[int, int], None], int], None],
 ) -> None:
     """:func:`combine` over flat bfloat16 ``base`` and ``deltas`` (experts × n) into ``out``."""
-    total = weights.reshape(-1, 1).sum(dim=0)  # the divisor without sign election, as the torch ops form it
-    total[total.abs() < 1e-8] = 1
     args = (_bits(deltas), weights.float().numpy(), _bits(base), _bits(out))
-    tail = (CONSENSUS[consensus], normalize, np.float32(total.item()), np.float32(lam))
+    tail = (CONSENSUS[consensus], normalize, np.float32(_divisor(weights).item()), np.float32(lam))
     in_halves(lambda lo, hi: combine(*args, lo, hi, *tail), out.numel())
+
+
+def task_arithmetic(
+    base: torch.Tensor, experts: Sequence[torch.Tensor], weights: torch.Tensor, normalize: bool, lam: float,
+    in_halves: Callable[[Callable[[int, int], None], int], None],
+) -> torch.Tensor:
+    """θ₀ + λ·Σᵢ wᵢ(θᵢ − θ₀) (÷ Σᵢ wᵢ when ``normalize``) of bfloat16 tensors, with mergekit's bits
+    (``weights``: bfloat16), reading the experts once and allocating only the output."""
+    out = torch.empty_like(base)
+    listed = numba.typed.List([_bits(e.reshape(-1)) for e in experts])
+    args = (listed, weights.float().numpy(), _bits(base.reshape(-1)), _bits(out.reshape(-1)))
+    tail = (normalize, np.float32(_divisor(weights).item()), np.float32(lam))
+    in_halves(lambda lo, hi: task_sum(*args, lo, hi, *tail), out.numel())
+    return out
+
+
+def _divisor(weights: torch.Tensor) -> torch.Tensor:
+    """Σᵢ wᵢ as the torch ops form it (a sum below 1e-8 in magnitude becoming 1)."""
+    total = weights.reshape(-1, 1).sum(dim=0)
+    total[total.abs() < 1e-8] = 1
+    return total
 
 
 @functools.cache
@@ -273,6 +325,13 @@ def agrees_with_torch() -> bool:
         trimmed, finite = task_vectors(base, tame, n_experts, [0.3] * n_experts)
         if not finite or not same_bits(trimmed, torch.stack([magnitude(e - base, 0.3) for e in tame])):
             return False
+        for normalize, lam in ((False, 1.0), (True, 0.3)):  # task arithmetic straight from the experts
+            weights = (torch.randn(n_experts, generator=gen) * 2).to(torch.bfloat16)
+            ours = task_arithmetic(base, tame, weights, normalize, lam, whole)
+            theirs = combine_task_vectors(base, torch.stack([e - base for e in tame]), weights, consensus=None,
+                                          mask_dtype=torch.bfloat16, normalize=normalize, lam=lam)  # fmt: skip
+            if not same_bits(ours, theirs):
+                return False
         deltas = torch.stack([_awkward(n, gen) for _ in range(n_experts)])  # finite, some products overflow
         for consensus in CONSENSUS:
             for normalize, lam in ((True, 1.0), (False, 0.3), (True, -1.7)):

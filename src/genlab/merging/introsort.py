@@ -25,12 +25,66 @@ import torch
 SMALL = 16  # libstdc++'s _S_threshold: segments this small are left to the final insertion sort
 
 
+BLOCK = 512  # positions scanned at a time by each side of :func:`partition`
+
+
+@numba.njit(nogil=True, cache=True)
+def partition(v, ix, f, last, left, right):  # pragma: no cover - compiled
+    """libstdc++'s ``std::__unguarded_partition(f + 1, last, pivot=f)`` with ``a > b``, done without its
+    unpredictable branches; returns the cut.
+
+    Hoare's partition swaps the i-th position from the left whose key is not above the pivot with the i-th
+    from the right whose key is not below it, as long as the first is left of the second; the cut is the
+    first such left position that is not (or the last swapped right position, if that comes first). Both
+    lists depend only on the keys as they were, so each side collects its candidates a block at a time with
+    no branch on the keys (``left``, ``right``: scratch of :data:`BLOCK` positions); a block never reaches a
+    position a swap has changed."""
+    pivot = v[f]
+    lo, hi = f + 1, last  # next position the left side scans; the right side scans hi - 1 downwards
+    done_left, done_right = f, last  # the last swapped pair: everything outside (done_left, done_right) is placed
+    n_left = at_left = n_right = at_right = 0
+    while True:
+        if at_left == n_left:
+            if lo >= done_right:
+                return done_right
+            end = min(lo + BLOCK, done_right)
+            n_left = 0
+            for q in range(lo, end):
+                left[n_left] = q
+                n_left += not v[q] > pivot
+            at_left, lo = 0, end
+            continue
+        a = left[at_left]
+        if a >= done_right:
+            return done_right
+        if at_right == n_right:
+            if hi - 1 <= done_left:  # the right side would stop at done_left: no swap, the cut is a
+                return a
+            start = max(hi - BLOCK, done_left + 1)
+            n_right = 0
+            for q in range(hi - 1, start - 1, -1):
+                right[n_right] = q
+                n_right += not pivot > v[q]
+            at_right, hi = 0, start
+            continue
+        b = right[at_right]
+        if b <= done_left or a >= b:
+            return a
+        v[a], v[b] = v[b], v[a]
+        ix[a], ix[b] = ix[b], ix[a]
+        done_left, done_right = a, b
+        at_left += 1
+        at_right += 1
+
+
 @numba.njit(nogil=True, cache=True)
 def select(v: np.ndarray, ix: np.ndarray, k: int) -> bool:  # pragma: no cover - compiled
     """Permute ``v`` (keys) and ``ix`` (positions) as libstdc++'s ``std::sort`` with ``a > b`` would, but
     only the segments that contain the boundary ``k``; then ``ix[:k]`` are the first ``k`` positions.
     False where the sort would switch to heapsort on that segment."""
     f, last = 0, v.shape[0]
+    left = np.empty(BLOCK, dtype=ix.dtype)
+    right = np.empty(BLOCK, dtype=ix.dtype)
     depth, m = 0, v.shape[0]
     while m > 1:
         m >>= 1
@@ -48,19 +102,7 @@ def select(v: np.ndarray, ix: np.ndarray, k: int) -> bool:  # pragma: no cover -
             med = a if v[a] > v[c] else (c if v[b] > v[c] else b)
         v[f], v[med] = v[med], v[f]
         ix[f], ix[med] = ix[med], ix[f]
-        pivot = v[f]
-        lo, hi = f + 1, last  # std::__unguarded_partition on [f + 1, last)
-        while True:
-            while v[lo] > pivot:
-                lo += 1
-            hi -= 1
-            while pivot > v[hi]:
-                hi -= 1
-            if lo >= hi:
-                break
-            v[lo], v[hi] = v[hi], v[lo]
-            ix[lo], ix[hi] = ix[hi], ix[lo]
-            lo += 1
+        lo = partition(v, ix, f, last, left, right)
         if lo == k:
             return True
         if k < lo:

@@ -415,7 +415,11 @@ def _compiled_applies(method: Method, base: torch.Tensor, rescale: bool, trim: s
         return False
     if method.sparsification not in (None, "magnitude") or (method.sparsification and rescale):
         return False
-    from genlab.merging import fused
+    return _compiled_agrees()
+
+
+def _compiled_agrees() -> bool:
+    from genlab.merging import fused  # numba: imported when a merge can use it
 
     return fused.agrees_with_torch()
 
@@ -538,6 +542,10 @@ def task_arithmetic(
     stacked form for 1 to 5 experts and every floating dtype."""
     dtype = base.dtype
     weights = torch.tensor(list(weight), dtype=dtype)
+    if dtype == torch.bfloat16 and base.device.type == "cpu" and base.numel() and _compiled_agrees():
+        from genlab.merging import fused
+
+        return fused.task_arithmetic(base, experts, weights, normalize, lam, in_halves)
     divisor = weights.reshape(-1, 1).sum(dim=0)
     divisor[divisor.abs() < 1e-8] = 1
     wide = dtype in (torch.bfloat16, torch.float16) and len(experts) > 2  # accumulate as torch's sum does
@@ -563,8 +571,11 @@ def task_arithmetic(
                     a.add_(d)
                 elif i:
                     o.add_(d)
-            if wide:
+            if wide:  # torch's sum starts from +0: only a sum of signed zeros tells (−0 + 0 = +0)
+                a.add_(0.0)
                 o.copy_(a)
+            else:
+                o.add_(0.0)
             if normalize:
                 o.div_(divisor)
             if lam != 1:
