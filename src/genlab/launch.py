@@ -129,6 +129,7 @@ def run(app: Any, argv: list[str] | None = None) -> int:
         args = ["--debug", *(a for a in args if a != "--debug")]
     try:
         code = app(args=args, prog_name="genlab", standalone_mode=False)
+        sys.stdout.flush()  # a reader that left is met here, not at interpreter exit
         if isinstance(code, int) and code:  # click returns (not raises) typer.Exit codes in this mode
             if code == 130:  # typer turns Ctrl-C into Exit(130)
                 _exit_interrupted()
