@@ -137,7 +137,7 @@ class Constraint:
         :attr:`params`), built on first use; see :mod:`genlab.ifbench.schema`."""
         from genlab.ifbench.schema import kwargs_model
 
-        return kwargs_model(self.id, self.params)
+        return kwargs_model(self.params)
 
     def normalize(self, kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
         """Validated kwargs: nulls dropped, integral floats made int; raises :class:`KwargsError`."""
