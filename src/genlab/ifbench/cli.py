@@ -23,13 +23,13 @@ from genlab.ifbench.generate_cli import add_generation_commands, add_train_comma
 app = typer.Typer(name="ifbench", help="IFEval / IFBench / IFTrain constraint checkers and evaluator.",
                   no_args_is_help=True)  # fmt: skip
 
-FORMAT_HELP = "auto (from the content) | jsonl | parquet (also Arrow and dataset folders) | lm-eval | inspect"
+FORMAT_HELP = "How to read the files: auto detects it from the content; parquet also reads Arrow and dataset folders"
 Format = Literal["auto", "jsonl", "parquet", "lm-eval", "inspect"]
 Semantics = Literal["reference", "fixed"]
 Family = Literal["ifeval", "ifbench", "iftrain"]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]
 SemanticsOpt = Annotated[
-    Semantics, typer.Option("--semantics", help="reference (what the official checkers return) | fixed.")
+    Semantics, typer.Option("--semantics", help="reference: what the official checkers return; fixed: corrected rules")
 ]
 
 
