@@ -1,9 +1,10 @@
 """``genlab ifbench eval|list|check|setup``: evaluate responses, list constraints, check one text, install NLTK data.
 
-They are typer commands on :data:`app`, the group that ``genlab`` mounts as ``genlab ifbench`` (beside ``generate``,
-``run`` and ``make-train`` from :mod:`genlab.ifbench.generate_cli`), and they run through genlab's one error path
-(:func:`genlab.cli.main`): bad input is one line on stderr and exit code 2, and then nothing is written; a reader
-that leaves (``| head``) stops the command quietly. ``python -m genlab.ifbench.cli ...`` is the same command line.
+They are typer commands on :data:`app`, the group that ``genlab`` mounts as ``genlab ifbench`` (with ``generate``,
+``run`` and ``make-train`` from :mod:`genlab.ifbench.generate_cli`, added at the end of this module), and they run
+through genlab's one error path (:func:`genlab.launch.run`): bad input is one line on stderr and exit code 2, and
+then nothing is written; a reader that leaves (``| head``) stops the command quietly (exit code 141).
+``python -m genlab.ifbench.cli ...`` is the same command line.
 
 Module-level imports are typer only: ``eval`` must finish in well under a second, so each command imports what it
 uses (numpy only when a language check or a bootstrap needs it; never rich, torch or scipy).
