@@ -1,6 +1,7 @@
 """The ``genlab`` command line: list, run, reproduce, sweep, report, and the tools' sub-commands.
 
-Module-level imports stay light (typer only) so that tool commands such as ``genlab ifbench eval`` start fast;
+Every command runs through :func:`genlab.launch.run`, the one error path; ``genlab ifbench ...`` is run on the same
+``ifbench`` group without importing this module (see :mod:`genlab.launch`). Module-level imports stay light;
 each command imports what it needs.
 """
 
@@ -13,13 +14,9 @@ from typing import Annotated, Any
 
 import typer
 
-app = typer.Typer(
-    name="genlab",
-    help="genlab: reproduce generalization papers, and use their tools on your own models.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+from genlab.launch import new_app, run
+
+app = new_app()
 
 RootOpt = Annotated[Path, typer.Option("--root", help="Run store directory.")]
 PresetOpt = Annotated[str, typer.Option("--preset", "-p", help="smoke | quick | full.")]
@@ -37,24 +34,6 @@ TrackOpt = Annotated[
     typer.Option("--track", help="Also export runs to mlflow | tensorboard | wandb (repeatable; local files)."),
 ]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help="Config override key=value (repeatable).")]
-
-
-def _version(value: bool) -> None:
-    if value:
-        from genlab import __version__
-
-        print(f"genlab {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _main(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
-    ] = False,
-) -> None:
-    """genlab: reproduce generalization papers, and use their tools on your own models."""
 
 
 def _console(stderr: bool = False):
@@ -585,10 +564,7 @@ def _open(path: Path) -> None:
 from genlab.commands.bound import app as _bound_app  # noqa: E402
 from genlab.commands.oodselect import oodselect as _oodselect  # noqa: E402
 from genlab.ifbench.cli import app as _ifbench_app  # noqa: E402
-from genlab.ifbench.generate_cli import add_generation_commands, add_train_command  # noqa: E402
 
-add_generation_commands(_ifbench_app)
-add_train_command(_ifbench_app)
 app.add_typer(_ifbench_app, name="ifbench")
 app.add_typer(_bound_app, name="bound")
 app.command("oodselect")(_oodselect)
@@ -602,106 +578,12 @@ from genlab.merging.cli import merge_command as _merge_command  # noqa: E402
 app.command("merge")(_merge_command)
 
 
-def _click_exceptions():
-    """Where typer's ClickException lives: recent typer vendors its own click (typer._click)."""
-    try:
-        from typer._click import exceptions
-    except ImportError:  # typer that uses the click package
-        from click import exceptions
-    return exceptions
-
-
-INTERRUPTED = "interrupted; finished runs are kept, unfinished ones restart next time"
-
-
-def _exit_interrupted() -> None:
-    """Say so and leave now: every store file is already written atomically, and interpreter shutdown would
-    otherwise wait on the (terminated) process pool's bookkeeping thread."""
-    import os
-
-    print(INTERRUPTED, file=sys.stderr, flush=True)
-    sys.stdout.flush()
-    os._exit(130)
-
-
-def _one_line(exc: BaseException) -> str:
-    """An exception as one line: OS errors name the path and the reason, never a Python class name."""
-    if isinstance(exc, OSError) and exc.filename:
-        return f"{exc.filename}: {exc.strerror or exc}"
-    if isinstance(exc, OSError) and exc.strerror:  # no path known: the reason alone, without "[Errno N]"
-        return exc.strerror
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
-def _is_bad_input(exc: BaseException) -> bool:
-    """Exit code 2 (bad input: a config, a name, a path, a file genlab cannot read) rather than 1 (a failure)."""
-    from genlab.harness.errors import ConfigError, UnknownStudyError
-
-    if isinstance(exc, ConfigError | UnknownStudyError | OSError):
-        return True
-    readers = sys.modules.get("genlab.ifbench.readers")  # imported only if a command read an IFBench file
-    return readers is not None and isinstance(exc, readers.DataError)
-
-
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null so that the interpreter's final flush does not raise BrokenPipeError again."""
-    import contextlib
-    import os
-
-    with contextlib.suppress(OSError, ValueError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: one-sentence errors and a non-zero exit code; tracebacks only with --debug."""
-    from genlab.harness.errors import GenlabError
-
-    click_exc = _click_exceptions()
-    args = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args
-    if debug:  # accepted anywhere on the line, passed where typer expects it
-        args = ["--debug", *(a for a in args if a != "--debug")]
-    try:
-        code = app(args=args, prog_name="genlab", standalone_mode=False)
-        if isinstance(code, int) and code:  # click returns (not raises) typer.Exit codes in this mode
-            if code == 130:  # typer turns Ctrl-C into Exit(130)
-                _exit_interrupted()
-            sys.exit(code)
-    except typer.Exit as exc:
-        if isinstance(exc.__cause__, KeyboardInterrupt):
-            _exit_interrupted()
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        print("aborted", file=sys.stderr)
-        sys.exit(130)
-    except click_exc.ClickException as exc:  # usage errors and bad parameters: one line too
-        ctx = getattr(exc, "ctx", None)
-        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-        message = " ".join(exc.format_message().split())
-        if message:  # no message: a group called without a command, whose help was just printed
-            print(f"error: {message}{hint}", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        _exit_interrupted()
-    except BrokenPipeError:  # `genlab list | head`: the reader left; stop quietly
-        _quiet_stdout()
-        sys.exit(141)
-    except (GenlabError, ValueError, OSError) as exc:
-        if debug:
-            raise
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
-        sys.exit(2 if _is_bad_input(exc) else 1)
-    except (RecursionError, MemoryError) as exc:
-        if debug:
-            raise
-        what = "nested too deeply to read" if isinstance(exc, RecursionError) else "needs more memory than there is"
-        print(f"error: the input {what}", file=sys.stderr)
-        sys.exit(2)
-    except Exception as exc:
-        if debug:
-            raise
-        print(f"error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", file=sys.stderr)
-        sys.exit(1)
+    """Run one command through genlab's one error path (:func:`genlab.launch.run`), then exit with its code
+    (returns normally on success)."""
+    code = run(app, argv)
+    if code:
+        sys.exit(code)
 
 
 if __name__ == "__main__":

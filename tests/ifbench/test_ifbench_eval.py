@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from genlab.ifbench import evaluate, load_prompts, load_responses, loose_variants, strip_thinking
-from genlab.ifbench.cli import app
+from genlab.ifbench.cli import app, main
 from genlab.ifbench.data import DataError, PromptItem, parse_ground_truth
 from genlab.ifbench.evaluator import compare
 from genlab.ifbench.outputs import write_outputs
@@ -211,8 +211,7 @@ def test_cli_eval_files_and_compare(tmp_path):
     assert r.exit_code == 0, r.output
     assert "B - A" in r.output and (out / "compare.json").exists()
     bad = _write(tmp_path / "bad.jsonl", [{"prompt": "x"}])
-    r = runner.invoke(app, ["eval", "--prompts", str(bad), "--responses", str(r1)])
-    assert r.exit_code == 2
+    assert main(["eval", "--prompts", str(bad), "--responses", str(r1)]) == 2  # genlab's error path: bad input
 
 
 def test_official_files_load_unchanged():

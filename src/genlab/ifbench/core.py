@@ -10,12 +10,14 @@ A unit is a module-level :class:`Constraint` made by decorating its checker::
         n = ...
         return n == kw["N"], f"{n} numbers (needs exactly {kw['N']})"
 
-This module imports nothing of genlab: the constraint modules import it, and :mod:`genlab.ifbench.registry`
-finds their units by walking the :mod:`genlab.ifbench.constraints` package (no module imports the other way).
+This module imports nothing of genlab at load time (kwargs are validated by :mod:`genlab.ifbench.schema`, imported on
+first use): the constraint modules import it, and :mod:`genlab.ifbench.registry` finds their units by walking the
+:mod:`genlab.ifbench.constraints` package (no module imports the other way).
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -71,7 +73,8 @@ class Param:
     """One keyword argument of a constraint.
 
     ``kind`` is one of "int", "str", "list" (list of str). ``lo``/``hi`` bound ints (inclusive) for the
-    sampler and the validator; ``choices`` restricts strings. ``required`` params must be given to check.
+    sampler (the validator does not enforce them); ``choices`` restricts strings. ``required`` params must be given
+    to check. The kwargs' pydantic model is built from these (:mod:`genlab.ifbench.schema`).
     """
 
     name: str
@@ -127,6 +130,14 @@ class Constraint:
     def schema(self) -> list[dict[str, Any]]:
         """The kwargs schema as JSON-able dicts."""
         return [p.to_dict() for p in self.params]
+
+    @functools.cached_property
+    def kwargs_model(self) -> Any:
+        """The pydantic validator of this constraint's kwargs (a ``TypeAdapter`` of a ``TypedDict`` of
+        :attr:`params`), built on first use; see :mod:`genlab.ifbench.schema`."""
+        from genlab.ifbench.schema import kwargs_model
+
+        return kwargs_model(self.params)
 
     def normalize(self, kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
         """Validated kwargs: nulls dropped, integral floats made int; raises :class:`KwargsError`."""
@@ -202,53 +213,9 @@ def constraint(
     return deco
 
 
-def _as_int(name: str, v: Any) -> int:
-    if isinstance(v, bool):
-        raise KwargsError(f"{name}: expected an integer, got {v!r}")
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-        return int(v.strip())
-    raise KwargsError(f"{name}: expected an integer, got {v!r}")
-
-
 def normalize_kwargs(c: Constraint, kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Drop null values (official files pad kwargs with nulls), coerce integral floats, check the schema."""
-    if kwargs is not None and not isinstance(kwargs, Mapping):
-        raise KwargsError(f"{c.id}: kwargs must be an object, got {type(kwargs).__name__}")
-    out: dict[str, Any] = {}
-    spec = {p.name: p for p in c.params}
-    for k, v in (kwargs or {}).items():
-        if v is None:
-            continue
-        p = spec.get(k)
-        if p is None:
-            import difflib
+    """``kwargs`` validated by the constraint's pydantic model (:mod:`genlab.ifbench.schema`): null values dropped,
+    integral floats made int, unknown keys refused with a "did you mean"; raises :class:`KwargsError`."""
+    from genlab.ifbench.schema import validate
 
-            lower = {name.lower(): name for name in spec}
-            near = difflib.get_close_matches(str(k).lower(), lower, n=1)
-            hint = f"did you mean {lower[near[0]]!r}? " if near else ""
-            raise KwargsError(f"{c.id}: unexpected kwarg {k!r} ({hint}accepted: {', '.join(spec) or 'none'})")
-        if p.kind == "int":
-            v = _as_int(k, v)
-        elif p.kind == "str":
-            if not isinstance(v, str):
-                if isinstance(v, list | tuple) and v and isinstance(v[0], str):
-                    v = v[0]  # IFEvalG accepts a one-element list for some word kwargs
-                else:
-                    raise KwargsError(f"{c.id}: {k} must be a string, got {type(v).__name__}")
-            if p.choices and v not in p.choices:
-                raise KwargsError(f"{c.id}: {k} must be one of {list(p.choices)}, got {v!r}")
-        elif p.kind == "list":
-            if isinstance(v, str):
-                v = [v]
-            if not isinstance(v, list | tuple) or not all(isinstance(x, str) for x in v):
-                raise KwargsError(f"{c.id}: {k} must be a list of strings")
-            v = list(v)
-        out[k] = v
-    for p in c.params:
-        if p.required and p.name not in out:
-            raise KwargsError(f"{c.id}: missing required kwarg {p.name!r}")
-    return out
+    return validate(c.id, c.params, c.kwargs_model, kwargs)
