@@ -58,8 +58,8 @@ def merge_command(
         str,
         typer.Option(
             "--trim",
-            help="TIES's top-density ranking: 'mergekit' (argsort, bit-identical to mergekit) or 'threshold' "
-            "(exact k-th magnitude by counting, no sort; differs only in which entries tied at it are kept).",
+            help="TIES's top-density ranking: 'mergekit' (the entries mergekit's argsort keeps, bit-identical) or "
+            "'threshold' (ties at the k-th magnitude kept by lowest index: the same on every platform).",
         ),
     ] = "mergekit",
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary to stdout.")] = False,

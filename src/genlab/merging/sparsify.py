@@ -3,10 +3,10 @@ Bernoulli mask), Model Breadcrumbs (drop the smallest and the largest outliers) 
 magnitude rank).
 
 Every function follows mergekit 0.1.5 (``mergekit/sparsify.py``) operation by operation, so that a merge gives the
-same bits: the same dtypes for masks and random draws, the same sort calls (ties between equal magnitudes are
-broken the way ``torch.argsort`` breaks them) and the same L1-norm rescaling. Random methods take an explicit
-``torch.Generator``; one seeded the way mergekit's ``--random-seed`` seeds torch's global generator draws the
-same masks.
+same bits: the same dtypes for masks and random draws, the same ranking (ties between equal magnitudes are
+broken the way ``torch.argsort`` breaks them, see :mod:`genlab.merging.introsort`) and the same L1-norm
+rescaling. Random methods take an explicit ``torch.Generator``; one seeded the way mergekit's ``--random-seed``
+seeds torch's global generator draws the same masks.
 """
 
 from __future__ import annotations
@@ -41,10 +41,12 @@ CHUNK = 1 << 22  # elements per chunk of the threshold trim's integer work
 def magnitude(tensor: torch.Tensor, density: float, rescale: bool = False, trim: str = "mergekit") -> torch.Tensor:
     """TIES trim: keep the ``max(1, int(density·n))`` entries of largest magnitude, zero the rest.
 
-    ``trim="mergekit"`` ranks by ``torch.argsort`` as mergekit does (O(n log n)); among entries tied at the k-th
-    magnitude it keeps those the unstable sort happens to put first. ``trim="threshold"`` finds the k-th
-    magnitude exactly by counting bit patterns (:func:`top_k_mask`, O(n), no sort) and keeps the tied entries of
-    lowest index: the same number of entries, the same ones except among those tied at the k-th magnitude."""
+    ``trim="mergekit"`` keeps the entries ``torch.argsort`` ranks first, as mergekit does: among entries tied at
+    the k-th magnitude, those the unstable sort happens to put first. On CPU they are found in linear time by
+    running only the sort's partitions that decide them (:mod:`genlab.merging.introsort`); elsewhere, or where
+    that cannot answer, by the sort. ``trim="threshold"`` finds the k-th magnitude by counting bit patterns
+    (:func:`top_k_mask`) and keeps the tied entries of lowest index: the same number of entries, the same ones
+    except among those tied at the k-th magnitude, and the same on every platform and C++ library."""
     if density >= 1:
         return tensor
     if density <= 0 or tensor.numel() == 0:
