@@ -6,7 +6,9 @@ subprocesses.
         [--no-mergekit]
 
 The floor reads every input tensor with ``safetensors.safe_open`` and writes one output (the base's tensors,
-through genlab's writer, fsync included): no merge can take less. Each tool runs once per method after a warm-up
+through genlab's writer, fsync included): no merge can take less. "floor, fresh output" writes copies of those
+tensors in new memory instead, as a merge writes what it computed (the source of a write is then anonymous memory,
+not the page cache: on some machines that alone costs several times the floor). Each tool runs once per method after a warm-up
 read of the inputs (so every run reads from the page cache); wall time, CPU time (user + sys) and peak RSS come
 from ``/usr/bin/time``; every process gets torch's default threads. Throughput is input bytes / wall second. The
 outputs are compared with mergekit's tensor by tensor (``genlab``, and ``genlab --no-mmap`` for task_arithmetic and
@@ -112,8 +114,9 @@ def timed(cmd: list[str], env: dict) -> dict:
     return {"wall": float(wall), "cpu": float(user) + float(sys_), "rss_mb": int(rss) / 1024}
 
 
-def disk_floor(inputs: list[Path], out: Path) -> None:
-    """Read every tensor of every input with safe_open; write the first input's tensors as one output."""
+def disk_floor(inputs: list[Path], out: Path, fresh: bool = False) -> None:
+    """Read every tensor of every input with safe_open; write the first input's tensors as one output (with
+    ``fresh``, copies of them in new memory, as a merge's output is: the floor for writing computed bytes)."""
     from safetensors import safe_open
 
     sys.path.insert(0, str(ROOT / "src"))
@@ -128,7 +131,7 @@ def disk_floor(inputs: list[Path], out: Path) -> None:
         writer = ShardedWriter(tmp, shards)
         for info in first.infos.values():
             tensors = [h[s.file_of[info.name]].get_tensor(info.name) for s, h in zip(sources, handles)]
-            writer.write(info.name, tensors[0])
+            writer.write(info.name, tensors[0].clone() if fresh else tensors[0])
             del tensors
         writer.finish()
 
@@ -150,9 +153,10 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="work folder to keep (default: a temporary one)")
     ap.add_argument("--no-mergekit", action="store_true", help="leave mergekit's rows out (they take longest)")
     ap.add_argument("--floor", nargs="+", type=Path, help=argparse.SUPPRESS)  # internal: OUT INPUT...
+    ap.add_argument("--fresh", action="store_true", help=argparse.SUPPRESS)  # internal: the floor writes copies
     args = ap.parse_args()
     if args.floor:
-        disk_floor(args.floor[1:], args.floor[0])
+        disk_floor(args.floor[1:], args.floor[0], args.fresh)
         return
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench_merge_"))
     work.mkdir(parents=True, exist_ok=True)
@@ -192,6 +196,7 @@ def main() -> None:
                 f.read_bytes()
         runs = {
             "floor": floor_cmd,
+            "floor, fresh output": [*floor_cmd, "--fresh"],
             "genlab": [sys.executable, "-m", "genlab.cli", "merge", str(work / f"{method}.yml"), "--out",
                        str(work / f"out_genlab_{method}"), "--force", "--quiet"],
         }  # fmt: skip
