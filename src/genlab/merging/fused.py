@@ -132,25 +132,6 @@ def combine(deltas, weights, base, out, lo, hi, consensus, normalize, divisor, l
         _finish(mixed, total, base[start : start + m], out[start : start + m], normalize, lam)
 
 
-@numba.njit(nogil=True, cache=True)
-def task_sum(experts, weights, base, out, lo, hi, normalize, divisor, lam):  # pragma: no cover - compiled
-    """Task arithmetic for elements ``lo:hi`` straight from the experts' bfloat16 bits (a typed list): each
-    δᵢ = θᵢ − θ₀ and wᵢ·δᵢ rounded, then summed, divided, scaled and added to the base as in :func:`combine`."""
-    mixed = np.empty(BLOCK, dtype=np.float32)
-    total = np.empty(BLOCK, dtype=np.float32)
-    total[:] = divisor
-    for start in range(lo, hi, BLOCK):
-        m = min(BLOCK, hi - start)
-        b = base[start : start + m]
-        mixed[:m] = 0
-        for i in range(len(experts)):
-            e = experts[i][start : start + m]
-            w = weights[i]
-            for j in range(m):
-                mixed[j] += rounded(rounded(widen(e[j]) - widen(b[j])) * w)
-        _finish(mixed, total, b, out[start : start + m], normalize, lam)
-
-
 @numba.njit(inline="always")
 def _scale(delta, w, scaled):  # pragma: no cover - compiled
     for j in range(delta.shape[0]):
@@ -278,20 +259,6 @@ def combine_into(
     in_halves(lambda lo, hi: combine(*args, lo, hi, *tail), out.numel())
 
 
-def task_arithmetic(
-    base: torch.Tensor, experts: Sequence[torch.Tensor], weights: torch.Tensor, normalize: bool, lam: float,
-    in_halves: Callable[[Callable[[int, int], None], int], None],
-) -> torch.Tensor:
-    """θ₀ + λ·Σᵢ wᵢ(θᵢ − θ₀) (÷ Σᵢ wᵢ when ``normalize``) of bfloat16 tensors, with mergekit's bits
-    (``weights``: bfloat16), reading the experts once and allocating only the output."""
-    out = torch.empty_like(base)
-    listed = numba.typed.List([_bits(e.reshape(-1)) for e in experts])
-    args = (listed, weights.float().numpy(), _bits(base.reshape(-1)), _bits(out.reshape(-1)))
-    tail = (normalize, np.float32(_divisor(weights).item()), np.float32(lam))
-    in_halves(lambda lo, hi: task_sum(*args, lo, hi, *tail), out.numel())
-    return out
-
-
 def _divisor(weights: torch.Tensor) -> torch.Tensor:
     """Σᵢ wᵢ as the torch ops form it (a sum below 1e-8 in magnitude becoming 1)."""
     total = weights.reshape(-1, 1).sum(dim=0)
@@ -325,13 +292,6 @@ def agrees_with_torch() -> bool:
         trimmed, finite = task_vectors(base, tame, n_experts, [0.3] * n_experts)
         if not finite or not same_bits(trimmed, torch.stack([magnitude(e - base, 0.3) for e in tame])):
             return False
-        for normalize, lam in ((False, 1.0), (True, 0.3)):  # task arithmetic straight from the experts
-            weights = (torch.randn(n_experts, generator=gen) * 2).to(torch.bfloat16)
-            ours = task_arithmetic(base, tame, weights, normalize, lam, whole)
-            theirs = combine_task_vectors(base, torch.stack([e - base for e in tame]), weights, consensus=None,
-                                          mask_dtype=torch.bfloat16, normalize=normalize, lam=lam)  # fmt: skip
-            if not same_bits(ours, theirs):
-                return False
         deltas = torch.stack([_awkward(n, gen) for _ in range(n_experts)])  # finite, some products overflow
         for consensus in CONSENSUS:
             for normalize, lam in ((True, 1.0), (False, 0.3), (True, -1.7)):

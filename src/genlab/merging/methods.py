@@ -415,10 +415,6 @@ def _compiled_applies(method: Method, base: torch.Tensor, rescale: bool, trim: s
         return False
     if method.sparsification not in (None, "magnitude") or (method.sparsification and rescale):
         return False
-    return _compiled_agrees()
-
-
-def _compiled_agrees() -> bool:
     from genlab.merging import fused  # numba: imported when a merge can use it
 
     return fused.agrees_with_torch()
@@ -542,10 +538,6 @@ def task_arithmetic(
     stacked form for 1 to 5 experts and every floating dtype."""
     dtype = base.dtype
     weights = torch.tensor(list(weight), dtype=dtype)
-    if dtype == torch.bfloat16 and base.device.type == "cpu" and base.numel() and _compiled_agrees():
-        from genlab.merging import fused
-
-        return fused.task_arithmetic(base, experts, weights, normalize, lam, in_halves)
     divisor = weights.reshape(-1, 1).sum(dim=0)
     divisor[divisor.abs() < 1e-8] = 1
     wide = dtype in (torch.bfloat16, torch.float16) and len(experts) > 2  # accumulate as torch's sum does
