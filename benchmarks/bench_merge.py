@@ -5,16 +5,16 @@ subprocesses.
     python benchmarks/bench_merge.py [--layers 4] [--hidden 2048] [--methods ties,task_arithmetic] [--keep DIR]
         [--no-mergekit]
 
-The floor reads every input tensor with ``safetensors.safe_open`` and writes one output (the base's tensors,
-through genlab's writer, fsync included): no merge can take less. "floor, fresh output" writes copies of those
-tensors in new memory instead, as a merge writes what it computed (the source of a write is then anonymous memory,
-not the page cache: on some machines that alone costs several times the floor). Each tool runs once per method after a warm-up
-read of the inputs (so every run reads from the page cache); wall time, CPU time (user + sys) and peak RSS come
-from ``/usr/bin/time``; every process gets torch's default threads. Throughput is input bytes / wall second. The
-outputs are compared with mergekit's tensor by tensor (``genlab``, and ``genlab --no-mmap`` for task_arithmetic and
-linear, must be identical; ``--trim threshold`` keeps
-the same number of entries, and the count of differing entries is printed). If mergekit is missing, its rows are
-skipped. On a shared machine, read the ratios (runs back to back), not the absolute times.
+The floor reads every input tensor with ``safetensors.safe_open`` and writes one output (the base's tensors, through
+genlab's writer, fsync included): no merge can take less. "floor, fresh output" writes copies of those tensors in
+new memory instead, as a merge writes what it computed (the source of a write is then anonymous memory, not the page
+cache: on some machines that alone costs several times the floor). Each tool runs once per method after a warm-up
+read of the inputs (so every run reads from the page cache); wall time, CPU time (user + sys) and peak RSS come from
+``/usr/bin/time``; every process gets torch's default threads. Throughput is input bytes / wall second. The outputs
+are compared with mergekit's tensor by tensor (``genlab``, and ``genlab --no-mmap`` for task_arithmetic and linear,
+must be identical; ``--trim threshold`` keeps the same number of entries, and the count of differing entries is
+printed). If mergekit is missing, its rows are skipped. On a shared machine, read the ratios (runs back to back),
+not the absolute times.
 
 Last results: see docs/merging.md ("Streaming, speed and memory").
 """
