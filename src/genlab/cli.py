@@ -1,7 +1,7 @@
 """The ``genlab`` command line: list, run, reproduce, sweep, report, and the tools' sub-commands.
 
-Every command runs through :func:`genlab.launch.run`, the one error path; ``genlab ifbench ...`` is run on the same
-``ifbench`` group without importing this module (see :mod:`genlab.launch`). Module-level imports stay light;
+Every command runs through :func:`genlab.commandline.run`, the one error path; ``genlab ifbench ...`` is run on the
+same ``ifbench`` group without importing this module (see :mod:`genlab.launch`). Module-level imports stay light;
 each command imports what it needs.
 """
 
@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from genlab.launch import new_app, run
+from genlab.commandline import new_app, run
 
 app = new_app()
 
@@ -579,7 +579,7 @@ app.command("merge")(_merge_command)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run one command through genlab's one error path (:func:`genlab.launch.run`), then exit with its code
+    """Run one command through genlab's one error path (:func:`genlab.commandline.run`), then exit with its code
     (returns normally on success)."""
     code = run(app, argv)
     if code:

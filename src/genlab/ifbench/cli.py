@@ -2,7 +2,7 @@
 
 They are typer commands on :data:`app`, the group that ``genlab`` mounts as ``genlab ifbench`` (with ``generate``,
 ``run`` and ``make-train`` from :mod:`genlab.ifbench.generate_cli`, added at the end of this module), and they run
-through genlab's one error path (:func:`genlab.launch.run`): bad input is one line on stderr and exit code 2, and
+through genlab's one error path (:func:`genlab.commandline.run`): bad input is one line on stderr and exit code 2, and
 then nothing is written; a reader that leaves (``| head``) stops the command quietly (exit code 141).
 ``python -m genlab.ifbench.cli ...`` is the same command line.
 
@@ -402,10 +402,19 @@ add_generation_commands(app)
 add_train_command(app)
 
 
+def ifbench_app() -> Any:
+    """``genlab`` with only the ``ifbench`` group: what ``genlab ifbench ...`` runs on."""
+    from genlab.commandline import new_app
+
+    root = new_app()
+    root.add_typer(app, name="ifbench")
+    return root
+
+
 def main(argv: list[str] | None = None) -> int:
     """``genlab ifbench ARGV`` through genlab's one error path; returns the exit code (0 ok, 1 a failed check,
     2 bad input, 141 a reader that left)."""
-    from genlab.launch import ifbench_app, run
+    from genlab.commandline import run
 
     return run(ifbench_app(), ["ifbench", *(sys.argv[1:] if argv is None else argv)])
 

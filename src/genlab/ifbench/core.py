@@ -216,6 +216,9 @@ def constraint(
 def normalize_kwargs(c: Constraint, kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
     """``kwargs`` validated by the constraint's pydantic model (:mod:`genlab.ifbench.schema`): null values dropped,
     integral floats made int, unknown keys refused with a "did you mean"; raises :class:`KwargsError`."""
-    from genlab.ifbench.schema import validate
+    from genlab.ifbench.schema import InvalidKwargs, validate
 
-    return validate(c.id, c.params, c.kwargs_model, kwargs)
+    try:
+        return validate(c.id, c.params, c.kwargs_model, kwargs)
+    except InvalidKwargs as exc:
+        raise KwargsError(str(exc)) from None

@@ -11,8 +11,9 @@ files need, as the reference loaders accept it:
 * ``list`` (of strings): a single string is a one-element list.
 
 ``Param.lo`` / ``Param.hi`` bound the sampler only; they are not enforced here, so that verdicts on official files
-stay the reference's. The first problem becomes one :class:`~genlab.ifbench.core.KwargsError` line naming the
-instruction id and the key.
+stay the reference's. The first problem becomes one :class:`InvalidKwargs` line naming the instruction id and the
+key (raised on as :class:`~genlab.ifbench.core.KwargsError`). Params are :class:`~genlab.ifbench.core.Param`s;
+this module does not import the core, which imports it when kwargs are first validated.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from typing import Annotated, Any, Literal, NotRequired
 from pydantic import BeforeValidator, ConfigDict, Strict, StrictStr, TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic needs typing_extensions' TypedDict before Python 3.12
 
-from genlab.ifbench.core import KwargsError, Param
+
+class InvalidKwargs(ValueError):
+    """Kwargs that do not fit the model, as one line (:mod:`genlab.ifbench.core` raises it as its ``KwargsError``)."""
 
 
 def _drop_nulls(kwargs: Any) -> Any:
@@ -62,7 +65,7 @@ def _field(kind: str, required: bool, choices: tuple[str, ...] | None) -> Any:
     return tp if required else NotRequired[tp]
 
 
-def kwargs_model(params: tuple[Param, ...]) -> TypeAdapter:
+def kwargs_model(params: tuple[Any, ...]) -> TypeAdapter:
     """The validator of kwargs with these params: a ``TypedDict`` of them (null values dropped first). Constraints
     whose params have the same names, kinds and choices share one (IFBench's 58 ids need 14)."""
     return _model(tuple((p.name, p.kind, p.required, p.choices) for p in params))
@@ -76,12 +79,12 @@ def _model(signature: tuple[tuple[str, str, bool, tuple[str, ...] | None], ...])
     return TypeAdapter(Annotated[model, BeforeValidator(_drop_nulls)])
 
 
-def validate(cid: str, params: tuple[Param, ...], model: TypeAdapter, kwargs: Any) -> dict[str, Any]:
-    """``kwargs`` validated by ``model``; the first problem raised as one :class:`KwargsError` line."""
+def validate(cid: str, params: tuple[Any, ...], model: TypeAdapter, kwargs: Any) -> dict[str, Any]:
+    """``kwargs`` validated by ``model``; the first problem raised as one :class:`InvalidKwargs` line."""
     try:
         return model.validate_python(kwargs)
     except ValidationError as exc:
-        raise KwargsError(_one_line(cid, params, kwargs, exc)) from None
+        raise InvalidKwargs(_one_line(cid, params, kwargs, exc)) from None
 
 
 def _did_you_mean(key: str, names: list[str]) -> str:
@@ -90,7 +93,7 @@ def _did_you_mean(key: str, names: list[str]) -> str:
     return f"did you mean {lower[near[0]]!r}? " if near else ""
 
 
-def _one_line(cid: str, params: tuple[Param, ...], kwargs: Any, exc: ValidationError) -> str:
+def _one_line(cid: str, params: tuple[Any, ...], kwargs: Any, exc: ValidationError) -> str:
     """The error a person acts on first: an unknown key (often a misspelt one, whose right name is then also
     missing), then a wrong value, then a missing key."""
     order = {"extra_forbidden": 0, "missing": 2}

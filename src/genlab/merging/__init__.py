@@ -22,7 +22,7 @@ _HOMES = {  # public name -> the module that defines it; loaded on first use, so
     "CheckpointError": "errors", "MergeConfigError": "errors", "MergeError": "errors",
     "merge_to_folder": "io",
     "METHODS": "methods", "get_method": "methods", "gta_merge": "methods", "linear_merge": "methods",
-    "merge_tensor": "methods", "sign_mask": "methods", "sce_merge": "methods",
+    "merge_tensor": "methods", "sign_mask": "combine", "sce_merge": "methods",
     "slerp": "geometric", "nuslerp": "geometric", "karcher": "geometric", "model_stock": "geometric",
     "top_k_mask": "sparsify", "model_card": "card",
 }  # fmt: skip

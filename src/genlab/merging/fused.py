@@ -8,7 +8,7 @@ here do the same arithmetic per element, one pass for each expert's task vector 
 with no full-size temporaries; the trim keeps the entries torch's argsort keeps (:mod:`genlab.merging.introsort`).
 
 They are used only after :func:`agrees_with_torch` found them equal, bit for bit, to the torch ops
-(:func:`genlab.merging.methods.combine_task_vectors`) on awkward values in this process (signed zeros, overflow
+(:func:`genlab.merging.combine.combine_task_vectors`) on awkward values in this process (signed zeros, overflow
 to infinity, negative weights, a λ that bfloat16 cannot hold), and only for finite task vectors; anything else
 takes the torch ops. One thing is not reproduced: a NaN *output* (a merge that overflowed) has the bits torch's
 vectorised loop gives (0xFFFF), also where mergekit's whole-tensor op handled that element in its scalar tail
@@ -271,8 +271,8 @@ def agrees_with_torch() -> bool:
     """Whether the loops give the torch ops' bits on values chosen to catch a different rounding, zero sign,
     overflow or scalar conversion: :func:`task_vector` against ``θ − θ₀``, the trim against
     :func:`genlab.merging.sparsify.magnitude`, :func:`combine` against
-    :func:`genlab.merging.methods.combine_task_vectors` (every consensus, 1–5 experts, signed weights)."""
-    from genlab.merging.methods import combine_task_vectors
+    :func:`genlab.merging.combine.combine_task_vectors` (every consensus, 1–5 experts, signed weights)."""
+    from genlab.merging.combine import combine_task_vectors
     from genlab.merging.sparsify import magnitude
 
     if not introsort.agrees_with_torch():
