@@ -125,3 +125,20 @@ def test_the_first_use_check_sees_a_wrong_rounding(monkeypatch):
         assert not fused.agrees_with_torch()
     finally:
         fused.agrees_with_torch.cache_clear()
+
+
+def test_a_merge_frees_the_compiled_paths_work_arrays(monkeypatch):
+    """The trim's keys and positions are kept per thread while a merge runs (fresh pages cost more than the loops),
+    and freed when it ends."""
+    from genlab.merging import merge
+
+    held, release = [], fused.release_scratch
+    monkeypatch.setattr(fused, "release_scratch", lambda: (held.append(len(fused._SCRATCH)), release()))
+
+    gen = torch.Generator().manual_seed(5)
+    base = {"w": (torch.randn(300, 300, generator=gen) * 0.02).to(torch.bfloat16)}
+    experts = [{"w": (base["w"].float() + torch.randn(300, 300, generator=gen) * 0.002).to(torch.bfloat16)}
+               for _ in range(2)]  # fmt: skip
+    merged = merge("ties", base, experts, weights=1.0, densities=0.5)
+    assert merged["w"].dtype == torch.bfloat16
+    assert held and held[-1] > 0 and fused._SCRATCH == {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -370,11 +371,16 @@ def run_plan(
     if plan.config.method.random or plan.config.method.name == "cmm":
         generator = torch.Generator()
         generator.manual_seed(0 if seed is None else int(seed))
-    for job in plan.jobs:
-        result = _copy(plan.config, sources, job) if job.copy else _merge(plan, sources, job, generator, trim)
-        if result.dtype != job.out.dtype:
-            result = result.to(job.out.dtype)
-        yield job.name, result
+    try:
+        for job in plan.jobs:
+            result = _copy(plan.config, sources, job) if job.copy else _merge(plan, sources, job, generator, trim)
+            if result.dtype != job.out.dtype:
+                result = result.to(job.out.dtype)
+            yield job.name, result
+    finally:
+        fused = sys.modules.get("genlab.merging.fused")  # imported only if a merge used the compiled loops
+        if fused is not None:
+            fused.release_scratch()
 
 
 def _copy(config: MergeConfig, sources: Sequence[Source], job: TensorJob) -> torch.Tensor:

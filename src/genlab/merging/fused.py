@@ -177,17 +177,23 @@ def _finish(mixed, total, base, out, normalize, lam):  # pragma: no cover - comp
         out[j] = narrow(widen(base[j]) + mixed[j])
 
 
-_SCRATCH = threading.local()
+_SCRATCH: dict[tuple[int, str], torch.Tensor] = {}
 
 
 def scratch(name: str, n: int, dtype: torch.dtype) -> torch.Tensor:
     """A work array of ``n`` elements, the same memory on every call from this thread (grown when too small):
-    fresh pages cost more than the loops that fill them. Valid until the next call with ``name`` here."""
-    have = getattr(_SCRATCH, name, None)
+    fresh pages cost more than the loops that fill them. Valid until the next call with ``name`` here, or until
+    :func:`release_scratch`."""
+    key = (threading.get_ident(), name)
+    have = _SCRATCH.get(key)
     if have is None or have.numel() < n or have.dtype != dtype:
-        have = torch.empty(n, dtype=dtype)
-        setattr(_SCRATCH, name, have)
+        have = _SCRATCH[key] = torch.empty(n, dtype=dtype)
     return have[:n]
+
+
+def release_scratch() -> None:
+    """Free every thread's work arrays (the merge engine calls this when a merge ends)."""
+    _SCRATCH.clear()
 
 
 def _bits(t: torch.Tensor) -> np.ndarray:
