@@ -209,7 +209,8 @@ def task_vectors(
 ) -> tuple[torch.Tensor, bool]:
     """The stacked bfloat16 task vectors θᵢ − θ₀ (experts × n), each trimmed to its top ``density[i]``
     magnitudes as mergekit's TIES does (``density`` None: no trim), and whether all are finite (else
-    :func:`combine_into` does not apply). ``submit(fn, *args)`` runs an expert on a helper thread."""
+    :func:`combine_into` does not apply). ``submit(fn, *args)`` runs an expert on a helper thread (two at a time,
+    for tensors of :data:`PARALLEL_MIN` to :data:`PARALLEL_MAX` elements)."""
     from genlab.merging.sparsify import magnitude
 
     flat_base = _bits(base.reshape(-1))
@@ -237,7 +238,7 @@ def task_vectors(
 
     pending, finite, count = [], True, 0
     for i, expert in enumerate(experts):
-        if submit is None or n < PARALLEL_MIN:
+        if submit is None or not PARALLEL_MIN <= n <= PARALLEL_MAX:
             finite = one(i, expert) and finite
         else:
             if len(pending) >= 2:
@@ -253,6 +254,8 @@ def task_vectors(
 
 
 PARALLEL_MIN = 1 << 16  # elements: smaller tensors are not worth a thread hop
+PARALLEL_MAX = 1 << 24  # elements: larger ones (embeddings) trim one expert at a time, so that only one set of
+#                         work arrays (6 bytes an element) of that size exists
 
 
 def combine_into(
