@@ -364,3 +364,20 @@ def test_masked_cross_entropy_equals_torch_on_each_members_classes() -> None:
         (ga,) = torch.autograd.grad((ours * w).sum(), logits)
         (gb,) = torch.autograd.grad((ref * w).sum(), logits)
         assert torch.allclose(ga, gb, atol=1e-6) and torch.all(ga[0, :, 2:] == 0)
+
+
+def test_a_tasks_chance_level_is_the_mean_over_the_ensembles_that_evaluated_it():
+    """Each ensemble draws its own evaluation labels; the reported chance level must not depend on which one
+    finished last (it used to be the last one's)."""
+    from types import SimpleNamespace
+
+    from genlab.studies.state_tracking import StateTracking
+
+    def result(model, share):
+        return {"task": "parity", "model": model, "acc": {"10": [1.0]}, "chance": {"10": share}, "lr": [1e-3],
+                "val_acc": [1.0], "params_per_model": 1, "curve": []}
+
+    cfg = SimpleNamespace(eval_lengths=[10], claim_length=10, train_max_len=10)
+    a = StateTracking._collect([result("full", 0.50), result("lstm", 0.54)], cfg)
+    b = StateTracking._collect([result("lstm", 0.54), result("full", 0.50)], cfg)
+    assert a["chance"] == b["chance"] == {"parity": {"10": pytest.approx(0.52)}}

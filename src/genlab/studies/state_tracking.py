@@ -742,12 +742,13 @@ class StateTracking(Study):
     def _collect(results: list[dict[str, Any]], cfg: Any) -> dict[str, Any]:
         acc_seeds: dict[str, dict[str, dict[str, list[float]]]] = {}
         acc: dict[str, dict[str, dict[str, float]]] = {}
-        chance: dict[str, dict[str, float]] = {}
+        draws: dict[str, dict[str, list[float]]] = {}  # each ensemble's evaluation sample's majority-class share
         extra: dict[str, dict[str, dict[str, Any]]] = {}
         for r in results:
             acc_seeds.setdefault(r["model"], {})[r["task"]] = r["acc"]
             acc.setdefault(r["model"], {})[r["task"]] = {k: float(np.median(v)) for k, v in r["acc"].items()}
-            chance.setdefault(r["task"], {}).update(r["chance"])
+            for length, share in r["chance"].items():
+                draws.setdefault(r["task"], {}).setdefault(length, []).append(share)
             extra.setdefault(r["model"], {})[r["task"]] = {
                 "lr": r["lr"], "val_acc": r["val_acc"], "params": r["params_per_model"], "curve": r["curve"]}
         return {
@@ -756,7 +757,8 @@ class StateTracking(Study):
             "in_distribution_length": str(min(cfg.eval_lengths, key=lambda k: abs(k - cfg.train_max_len))),
             "acc": acc,
             "acc_seeds": acc_seeds,
-            "chance": chance,
+            # a task's chance level: the mean over every ensemble that evaluated it (before: the last one's)
+            "chance": {t: {k: float(np.mean(v)) for k, v in d.items()} for t, d in draws.items()},
             "jobs": extra,
         }
 
