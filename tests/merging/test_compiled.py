@@ -142,3 +142,25 @@ def test_a_merge_frees_the_compiled_paths_work_arrays(monkeypatch):
     merged = merge("ties", base, experts, weights=1.0, densities=0.5)
     assert merged["w"].dtype == torch.bfloat16
     assert held and held[-1] > 0 and fused._SCRATCH == {}
+
+
+def test_without_a_writable_cache_the_loops_compile_anyway(monkeypatch):
+    """numba raises at decoration when it finds nowhere to write its cache (a read-only install, no writable
+    home); the loops then compile in the process instead of failing."""
+    import numba
+
+    from genlab.merging import jit
+
+    real = numba.njit
+
+    def no_cache(*args, **kwargs):
+        if kwargs.get("cache"):
+            raise RuntimeError("cannot cache function 'f': no locator available for file 'f.py'")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(numba, "njit", no_cache)
+
+    def twice(x):
+        return 2 * x
+
+    assert jit.compiled(twice)(21) == 42

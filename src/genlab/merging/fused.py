@@ -28,6 +28,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from genlab.merging import introsort
+from genlab.merging.jit import compiled
 
 CONSENSUS = {None: 0, "sum": 1, "count": 2}
 
@@ -69,7 +70,7 @@ def rounded(x):  # pragma: no cover - compiled
     return widen(narrow(x))
 
 
-@numba.njit(nogil=True, cache=True)
+@compiled
 def task_vector(expert, base, delta, keys, positions):  # pragma: no cover - compiled
     """δ = θ − θ₀ into ``delta``; the trim's sort keys (``|δ|``'s bits) and positions 0..n−1 alongside (if
     given, i.e. non-empty). False if some δ is not finite."""
@@ -87,7 +88,7 @@ def task_vector(expert, base, delta, keys, positions):  # pragma: no cover - com
     return finite
 
 
-@numba.njit(nogil=True, cache=True)
+@compiled
 def zero_dropped(delta, positions, k):  # pragma: no cover - compiled
     """``δ · mask`` for a finite δ where the mask is 0 at ``positions[k:]``: a zero of δ's sign there."""
     for j in range(k, positions.shape[0]):
@@ -98,7 +99,7 @@ def zero_dropped(delta, positions, k):  # pragma: no cover - compiled
 BLOCK = 2048  # elements per stage of :func:`combine`: its float32 rows stay in the L1/L2 cache
 
 
-@numba.njit(nogil=True, cache=True)
+@compiled
 def combine(deltas, weights, base, out, lo, hi, consensus, normalize, divisor, lam):  # pragma: no cover - compiled
     """Steps 2–5 of :mod:`genlab.merging.methods` for elements ``lo:hi``: ``deltas`` (experts × n) and ``base``
     bfloat16 bits, ``weights`` the bfloat16 weights widened; ``divisor`` the summed weights (consensus 0 only).

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import functools
 
-import numba
 import numpy as np
 import torch
+
+from genlab.merging.jit import compiled
 
 SMALL = 16  # libstdc++'s _S_threshold: segments this small are left to the final insertion sort
 
@@ -28,7 +29,7 @@ SMALL = 16  # libstdc++'s _S_threshold: segments this small are left to the fina
 BLOCK = 512  # positions scanned at a time by each side of :func:`partition`
 
 
-@numba.njit(nogil=True, cache=True)
+@compiled
 def partition(v, ix, f, last, left, right):  # pragma: no cover - compiled
     """libstdc++'s ``std::__unguarded_partition(f + 1, last, pivot=f)`` with ``a > b``, done without its
     unpredictable branches; returns the cut.
@@ -77,7 +78,7 @@ def partition(v, ix, f, last, left, right):  # pragma: no cover - compiled
         at_right += 1
 
 
-@numba.njit(nogil=True, cache=True)
+@compiled
 def select(v: np.ndarray, ix: np.ndarray, k: int) -> bool:  # pragma: no cover - compiled
     """Permute ``v`` (keys) and ``ix`` (positions) as libstdc++'s ``std::sort`` with ``a > b`` would, but
     only the segments that contain the boundary ``k``; then ``ix[:k]`` are the first ``k`` positions.
