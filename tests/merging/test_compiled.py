@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from genlab.merging import fused, gta_merge, introsort
-from genlab.merging.methods import CHUNK, get_method
+from genlab.merging.methods import get_method
 from genlab.merging.sparsify import magnitude
+from genlab.merging.threads import CHUNK
 
 TIES = get_method("ties")
 TA = get_method("task_arithmetic")
@@ -57,6 +58,10 @@ def test_when_the_sort_would_fall_back_to_heapsort_the_sort_is_asked(monkeypatch
     assert introsort.top_k_positions(w, 2000) is None
     mask = torch.zeros(5000, dtype=w.dtype).index_fill(0, _argsort_top(w, 2000), 1)
     assert fused.same_bits(magnitude(w, 0.4), w * mask)
+    base, experts = _experts(2, (70_001,), torch.Generator().manual_seed(3))  # the compiled TIES path too
+    fast = gta_merge(TIES, base, iter(experts), 2, [0.5, 0.5], [0.4, 0.4])
+    slow = gta_merge(TIES, base, iter(experts), 2, [0.5, 0.5], [0.4, 0.4], chunked=False)
+    assert fused.same_bits(fast, slow)
 
 
 def _experts(n_experts: int, shape: tuple[int, ...], gen: torch.Generator, huge: bool = False):
@@ -78,11 +83,11 @@ def test_compiled_ties_gives_the_torch_ops_bits(n_experts, threads, monkeypatch)
     """TIES (and its sign elections) through the compiled loops equals mergekit's whole-tensor ops
     (chunked=False), with densities of 0, 0.3 and 1, int8 masks, normalize and lambda, signed zeros in the base,
     and the experts on two threads; a task vector with infinities takes the torch ops and gives their bits."""
-    from genlab.merging import methods
+    from genlab.merging import threads as worker_threads
 
     if threads:
-        monkeypatch.setattr(methods, "SPLIT_MIN", CHUNK)
-        monkeypatch.setattr(fused, "PARALLEL_MIN", 1)
+        monkeypatch.setattr(worker_threads, "SPLIT_MIN", CHUNK)
+        monkeypatch.setattr(worker_threads, "PARALLEL_MIN", 1)
     gen = torch.Generator().manual_seed(n_experts)
     for shape, huge in [((2 * CHUNK + 17,), False), ((130, 257), False), ((3,), False), ((4099,), True)]:
         base, experts = _experts(n_experts, shape, gen, huge)

@@ -187,11 +187,11 @@ def test_blockwise_task_arithmetic_matches_the_stacked_ops_bit_for_bit(dtype, n,
     mergekit's stacked ops (chunked=False), over several blocks with a ragged last one, with normalize and lambda,
     for task vectors of mixed magnitudes (so that every rounding shows), also with the two halves on two threads
     (``halves``: SPLIT_MIN lowered to one block); past chunked_max the stacked path runs."""
-    from genlab.merging import methods
-    from genlab.merging.methods import CHUNK
+    from genlab.merging import threads
+    from genlab.merging.threads import CHUNK
 
     if halves:
-        monkeypatch.setattr(methods, "SPLIT_MIN", CHUNK)
+        monkeypatch.setattr(threads, "SPLIT_MIN", CHUNK)
 
     g = _gen(n)
     for shape in [(2 * CHUNK + 17,), (130, 257), (3,)]:
@@ -211,11 +211,11 @@ def test_blockwise_task_arithmetic_matches_the_stacked_ops_bit_for_bit(dtype, n,
 @pytest.mark.parametrize("normalize", [True, False])
 @pytest.mark.parametrize("halves", [False, True])
 def test_blockwise_linear_matches_the_whole_tensor_ops_bit_for_bit(dtype, normalize, halves, monkeypatch):
-    from genlab.merging import linear_merge, methods
-    from genlab.merging.methods import CHUNK
+    from genlab.merging import linear_merge, threads
+    from genlab.merging.threads import CHUNK
 
     if halves:
-        monkeypatch.setattr(methods, "SPLIT_MIN", CHUNK)
+        monkeypatch.setattr(threads, "SPLIT_MIN", CHUNK)
 
     g = _gen(7)
     for n in (1, 2, 3, 5):

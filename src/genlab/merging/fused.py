@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numba
 import numpy as np
@@ -29,6 +29,7 @@ from numba.extending import intrinsic
 
 from genlab.merging import introsort
 from genlab.merging.jit import compiled
+from genlab.merging.threads import each_expert, in_halves
 
 CONSENSUS = {None: 0, "sum": 1, "count": 2}
 
@@ -121,7 +122,10 @@ def combine(deltas, weights, base, out, lo, hi, consensus, normalize, divisor, l
         else:
             elect[:m] = 0  # the elected sign: of Σᵢ wᵢδᵢ (sum) or of Σᵢ sign(wᵢδᵢ) (count), zero counting as +
             for i in range(n_experts):
-                _vote(scaled[i], elect, m, consensus == 1)
+                if consensus == 1:
+                    _accumulate(scaled[i], elect, m)
+                else:
+                    _count_sign(scaled[i], elect, m)
             for j in range(m):
                 elect[j] = np.float32(rounded(elect[j]) >= 0)
             total[:m] = 0
@@ -146,13 +150,9 @@ def _accumulate(x, acc, m):  # pragma: no cover - compiled
 
 
 @numba.njit(inline="always")
-def _vote(x, elect, m, by_mass):  # pragma: no cover - compiled
-    if by_mass:
-        for j in range(m):
-            elect[j] += x[j]
-    else:
-        for j in range(m):
-            elect[j] += np.float32(x[j] > 0) - np.float32(x[j] < 0)
+def _count_sign(x, elect, m):  # pragma: no cover - compiled
+    for j in range(m):
+        elect[j] += np.float32(x[j] > 0) - np.float32(x[j] < 0)
 
 
 @numba.njit(inline="always")
@@ -202,16 +202,12 @@ def _bits(t: torch.Tensor) -> np.ndarray:
 
 
 def task_vectors(
-    base: torch.Tensor,
-    experts: Iterable[torch.Tensor],
-    n_experts: int,
-    density: Sequence[float] | None,
-    submit: Callable | None = None,
+    base: torch.Tensor, experts: Iterable[torch.Tensor], n_experts: int, density: Sequence[float] | None
 ) -> tuple[torch.Tensor, bool]:
     """The stacked bfloat16 task vectors θᵢ − θ₀ (experts × n), each trimmed to its top ``density[i]``
     magnitudes as mergekit's TIES does (``density`` None: no trim), and whether all are finite (else
-    :func:`combine_into` does not apply). ``submit(fn, *args)`` runs an expert on a helper thread (two at a time,
-    for tensors of :data:`PARALLEL_MIN` to :data:`PARALLEL_MAX` elements)."""
+    :func:`combine_into` does not apply). Experts run two at a time on the worker threads
+    (:func:`genlab.merging.threads.each_expert`)."""
     from genlab.merging.sparsify import magnitude
 
     flat_base = _bits(base.reshape(-1))
@@ -232,36 +228,19 @@ def task_vectors(
             return False
         if ranked:
             k = max(1, int(d * n))
-            if not introsort.select(keys, positions, k):  # the sort would finish in a heapsort: ask it
-                positions = torch.argsort(deltas[i].abs().float(), descending=True).numpy()
+            if not introsort.select(keys, positions, k):  # the sort would finish in a heapsort: the torch ops
+                deltas[i] = magnitude(deltas[i], d)
+                return True
             zero_dropped(bits[i], positions, k)
         return True
 
-    pending, finite, count = [], True, 0
-    for i, expert in enumerate(experts):
-        if submit is None or not PARALLEL_MIN <= n <= PARALLEL_MAX:
-            finite = one(i, expert) and finite
-        else:
-            if len(pending) >= 2:
-                finite = pending.pop(0).result() and finite
-            pending.append(submit(one, i, expert))
-        del expert
-        count += 1
-    for f in pending:
-        finite = f.result() and finite
-    if count != n_experts:
-        raise ValueError(f"expected {n_experts} expert tensors, got {count}")
+    finite = all(each_expert(one, experts, n_experts, n))
     return deltas, finite
-
-
-PARALLEL_MIN = 1 << 16  # elements: smaller tensors are not worth a thread hop
-PARALLEL_MAX = 1 << 24  # elements: larger ones (embeddings) trim one expert at a time, so that only one set of
-#                         work arrays (6 bytes an element) of that size exists
 
 
 def combine_into(
     out: torch.Tensor, base: torch.Tensor, deltas: torch.Tensor, weights: torch.Tensor, consensus: str | None,
-    normalize: bool, lam: float, in_halves: Callable[[Callable[[int, int], None], int], None],
+    normalize: bool, lam: float,
 ) -> None:
     """:func:`combine` over flat bfloat16 ``base`` and ``deltas`` (experts × n) into ``out``."""
     args = (_bits(deltas), weights.float().numpy(), _bits(base), _bits(out))
@@ -288,7 +267,7 @@ def agrees_with_torch() -> bool:
     if not introsort.agrees_with_torch():
         return False
     gen = torch.Generator().manual_seed(0)
-    n, whole = 4096, (lambda f, m: f(0, m))
+    n = 4096
     for n_experts in (1, 2, 3, 5):
         base = _awkward(n, gen)
         experts = [_awkward(n, gen) for _ in range(n_experts)]
@@ -307,7 +286,7 @@ def agrees_with_torch() -> bool:
             for normalize, lam in ((True, 1.0), (False, 0.3), (True, -1.7)):
                 weights = (torch.randn(n_experts, generator=gen) * 2).to(torch.bfloat16)
                 ours = torch.empty_like(base)
-                combine_into(ours, base, deltas, weights, consensus, normalize, lam, whole)
+                combine_into(ours, base, deltas, weights, consensus, normalize, lam)
                 theirs = combine_task_vectors(base, deltas.clone(), weights, consensus=consensus,
                                               mask_dtype=torch.bfloat16, normalize=normalize, lam=lam)  # fmt: skip
                 if not same_bits(ours, theirs):

@@ -24,8 +24,6 @@ import torch
 from genlab.merging.jit import compiled
 
 SMALL = 16  # libstdc++'s _S_threshold: segments this small are left to the final insertion sort
-
-
 BLOCK = 512  # positions scanned at a time by each side of :func:`partition`
 
 
@@ -135,13 +133,15 @@ def sort_keys(w: torch.Tensor) -> np.ndarray:
 def top_k_positions(w: torch.Tensor, k: int) -> torch.Tensor | None:
     """The positions (flat, in no particular order) of ``torch.argsort(w.abs().reshape(-1).float(),
     descending=True)[:k]`` on CPU, or None where only the sort can say (see the module doc)."""
+    if not 0 < k <= w.numel() or not agrees_with_torch():
+        return None
+    return _first_k(w, k)
+
+
+def _first_k(w: torch.Tensor, k: int) -> torch.Tensor | None:
     n = w.numel()
-    if not 0 < k <= n or not agrees_with_torch():
-        return None
     positions = torch.arange(n, dtype=torch.int32 if n < 2**31 else torch.int64)
-    if not select(sort_keys(w), positions.numpy(), k):
-        return None
-    return positions[:k]
+    return positions[:k] if select(sort_keys(w), positions.numpy(), k) else None
 
 
 @functools.cache
@@ -153,9 +153,7 @@ def agrees_with_torch() -> bool:
         w = torch.randint(0, 7, (n,), generator=gen).to(torch.bfloat16)
         order = torch.argsort(w.float(), descending=True)
         for k in sorted({1, 2, n // 7, n // 3, n // 2, 2 * n // 3, n - 1, n}):
-            positions = torch.arange(n, dtype=torch.int32)
-            if not select(sort_keys(w), positions.numpy(), k):
-                return False
-            if not torch.equal(positions[:k].sort().values.long(), order[:k].sort().values):
+            first = _first_k(w, k)
+            if first is None or not torch.equal(first.sort().values.long(), order[:k].sort().values):
                 return False
     return True

@@ -32,6 +32,7 @@ from genlab.merging import geometric
 from genlab.merging.combine import combine_task_vectors, sign_mask
 from genlab.merging.errors import MergeConfigError
 from genlab.merging.sparsify import sparsify
+from genlab.merging.threads import CHUNK, each_expert, in_halves
 
 REQUIRED: Any = object()  # the default of a parameter that has none
 
@@ -370,13 +371,13 @@ def gta_merge(
         from genlab.merging import fused
 
         dens = density if method.sparsification else None
-        deltas, compiled = fused.task_vectors(base, experts, n_experts, dens, _pool().submit)
+        deltas, compiled = fused.task_vectors(base, experts, n_experts, dens)
     else:
         deltas = _task_vectors(method, base, experts, n_experts, density, rescale, gamma, epsilon, generator, trim)
     weights = torch.tensor(list(weight), dtype=deltas.dtype, device=deltas.device)
     if compiled:  # finite task vectors: the compiled combination
         out = torch.empty_like(base)
-        fused.combine_into(out.reshape(-1), base.reshape(-1), deltas, weights, consensus, normalize, lam, in_halves)
+        fused.combine_into(out.reshape(-1), base.reshape(-1), deltas, weights, consensus, normalize, lam)
         return out
     mask_dtype = torch.int8 if int8_mask else base.dtype
     combine = functools.partial(combine_task_vectors, consensus=consensus, mask_dtype=mask_dtype,
@@ -433,47 +434,9 @@ def _task_vectors(
         )
         out[i] = delta
 
-    count = 0
-    parallel = method.sparsification in ("magnitude", "magnitude_outliers") and n_experts > 1
-    if parallel and PARALLEL_MIN <= base.numel() <= PARALLEL_MAX:
-        pending = []
-        for i, expert in enumerate(experts):
-            if len(pending) >= 2:
-                pending.pop(0).result()
-            pending.append(_pool().submit(task_vector, i, expert))
-            del expert
-            count += 1
-        for f in pending:
-            f.result()
-    else:
-        for i, expert in enumerate(experts):
-            task_vector(i, expert)
-            del expert
-            count += 1
-    if count != n_experts:
-        raise ValueError(f"expected {n_experts} expert tensors, got {count}")
+    deterministic = method.sparsification in ("magnitude", "magnitude_outliers")  # random draws keep their order
+    each_expert(task_vector, experts, n_experts, base.numel(), parallel=deterministic)
     return deltas
-
-
-CHUNK = 1 << 15  # elements: torch's grain size, so each op runs inline with its operands in the L2 cache
-
-
-SPLIT_MIN = 1 << 20  # elements: a block-wise merge of a larger tensor runs its two halves on two threads
-
-
-def in_halves(span: Callable[[int, int], None], n: int) -> None:
-    """Run ``span(lo, hi)`` over ``[0, n)``: for ``n >= SPLIT_MIN`` as two halves (split at a block boundary),
-    one on a helper thread and one on this one (torch releases the GIL inside each op), else in one go. Each
-    element's arithmetic does not depend on which thread or block computes it."""
-    if n < SPLIT_MIN:
-        span(0, n)
-        return
-    mid = (n // 2 + CHUNK - 1) // CHUNK * CHUNK
-    other = _pool().submit(span, mid, n)
-    try:
-        span(0, mid)
-    finally:
-        other.result()
 
 
 def chunked_max(base: torch.Tensor) -> int:
@@ -537,21 +500,6 @@ def task_arithmetic(
 
     in_halves(span, out.numel())
     return out.reshape(base.shape)
-
-
-PARALLEL_MIN = 1 << 16  # elements: smaller tensors are not worth a thread hop
-PARALLEL_MAX = 1 << 24  # elements: above this, argsort's scratch (~24 bytes an element) for two experts at once
-#                         would set the peak memory; the largest tensors (embeddings) run one expert at a time
-_POOL = None
-
-
-def _pool():
-    global _POOL
-    if _POOL is None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="genlab-merge")
-    return _POOL
 
 
 def linear_merge(
