@@ -360,25 +360,23 @@ def gta_merge(
     density = [1.0] * n_experts if density is None else density
     if n_experts == 0:
         return base
-    if chunked and not method.sparsification and not consensus and base.numel() and n_experts <= chunked_max(base):
+    blockwise = bool(chunked and base.numel() and n_experts <= chunked_max(base))
+    if blockwise and not method.sparsification and not consensus:
         tensors = list(experts)
         if len(tensors) != n_experts:
             raise ValueError(f"expected {n_experts} expert tensors, got {len(tensors)}")
         return task_arithmetic(base, tensors, weight, normalize=normalize, lam=lam)
-    blockwise = bool(chunked and base.numel() and n_experts <= chunked_max(base))
-    compiled = blockwise and _compiled_applies(method, base, rescale, trim)
-    if compiled:
+    weights = torch.tensor(list(weight), dtype=base.dtype, device=base.device)
+    if blockwise and _compiled_applies(method, base, rescale, trim):
         from genlab.merging import fused
 
-        dens = density if method.sparsification else None
-        deltas, compiled = fused.task_vectors(base, experts, n_experts, dens)
+        deltas, finite = fused.task_vectors(base, experts, n_experts, density if method.sparsification else None)
+        if finite:
+            out = torch.empty_like(base)
+            fused.combine_into(out.reshape(-1), base.reshape(-1), deltas, weights, consensus, normalize, lam)
+            return out
     else:
         deltas = _task_vectors(method, base, experts, n_experts, density, rescale, gamma, epsilon, generator, trim)
-    weights = torch.tensor(list(weight), dtype=deltas.dtype, device=deltas.device)
-    if compiled:  # finite task vectors: the compiled combination
-        out = torch.empty_like(base)
-        fused.combine_into(out.reshape(-1), base.reshape(-1), deltas, weights, consensus, normalize, lam)
-        return out
     mask_dtype = torch.int8 if int8_mask else base.dtype
     combine = functools.partial(combine_task_vectors, consensus=consensus, mask_dtype=mask_dtype,
                                 normalize=normalize, lam=lam)  # fmt: skip
