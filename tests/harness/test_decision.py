@@ -224,3 +224,13 @@ def test_t_halfwidth_is_scipys_t_interval():
     lo, hi = stats.t.interval(0.95, x.size - 1, loc=x.mean(), scale=se)
     assert t_halfwidth(se, x.size) == pytest.approx((hi - lo) / 2)
     assert np.isnan(t_halfwidth(0.1, 1))
+
+
+def test_power_planning():
+    assert decide.units_for_power(1.0, 1.0) == 10  # the textbook one-sample t: d = 1, two-sided 5 %, 80 % power
+    assert decide.units_for_power(1.0, 0.5) == 34 and decide.units_for_power(1.0, 1.0, power=0.5) == 6
+    x = np.random.default_rng(0).normal(size=9)
+    lo, hi = stats.t.interval(0.95, 8, loc=x.mean(), scale=stats.sem(x))
+    assert decide.spread_from_ci(lo, hi, 9) == pytest.approx(x.std(ddof=1))
+    with pytest.raises(ValueError):
+        decide.units_for_power(1.0, 0.0)

@@ -526,3 +526,27 @@ def t_halfwidth(se: Any, n: int, level: float = 0.95) -> Any:
     from scipy import stats
 
     return np.asarray(se, dtype=float) * (stats.t.ppf(0.5 + level / 2, n - 1) if n > 1 else math.nan)
+
+
+def spread_from_ci(lo: float, hi: float, n: int, level: float = 0.95) -> float:
+    """The per-unit standard deviation behind a Student-t confidence interval [lo, hi] of a mean over n units: what
+    a power calculation reads off a pilot's reported CI."""
+    from scipy import stats
+
+    return (hi - lo) / 2 * math.sqrt(n) / float(stats.t.ppf(0.5 + level / 2, n - 1))
+
+
+def units_for_power(sd: float, effect: float, power: float = 0.8, level: float = 0.95, n_max: int = 10_000) -> int:
+    """Smallest number of units n at which the ``level`` Student-t CI of a mean lies wholly on one side of a margin
+    with probability ≥ ``power``, when the true mean lies ``effect`` > 0 beyond the margin on that side and the
+    units spread with s.d. ``sd`` (noncentral t). Plans a run before it is made: "reproduced" (true mean above the
+    margin) and "not reproduced" (below it) need the same n at the same distance."""
+    from scipy import stats
+
+    if effect <= 0 or sd <= 0:
+        raise ValueError("effect and sd must be > 0")
+    for n in range(2, n_max + 1):
+        crit = stats.t.ppf(0.5 + level / 2, n - 1)
+        if stats.nct.sf(crit, n - 1, effect * math.sqrt(n) / sd) >= power:
+            return n
+    raise ValueError(f"more than {n_max} units needed")

@@ -24,7 +24,6 @@ from typing import Any, Literal
 import numpy as np
 import torch
 import torch.nn.functional as F
-from scipy import stats
 from torch import nn
 
 from genlab.data.digits import digits_split
@@ -81,24 +80,6 @@ def late_mean(values: list[float] | np.ndarray, fraction: float = 0.25) -> float
     v = np.asarray(values, dtype=float)
     tail = v[-max(1, int(round(fraction * len(v)))) :]
     return float(np.exp(np.mean(np.log(np.maximum(tail, 1e-300)))))
-
-
-def spread_from_ci(lo: float, hi: float, n: int, level: float = 0.95) -> float:
-    """The per-unit standard deviation behind a Student-t confidence interval [lo, hi] of a mean over n units."""
-    return (hi - lo) / 2 * math.sqrt(n) / float(stats.t.ppf(0.5 + level / 2, n - 1))
-
-
-def units_for_power(sd: float, effect: float, power: float = 0.8, level: float = 0.95, n_max: int = 10_000) -> int:
-    """Smallest number of units n at which the ``level`` Student-t CI of a mean lies wholly above 0 with probability
-    ≥ ``power`` when the true mean is ``effect`` > 0 and the units' spread ``sd`` (noncentral t; the decision rule's
-    "reproduced" against a margin of 0)."""
-    if effect <= 0 or sd <= 0:
-        raise ValueError("effect and sd must be > 0")
-    for n in range(2, n_max + 1):
-        crit = stats.t.ppf(0.5 + level / 2, n - 1)
-        if stats.nct.sf(crit, n - 1, effect * math.sqrt(n) / sd) >= power:
-            return n
-    raise ValueError(f"more than {n_max} units needed")
 
 
 # -- training ------------------------------------------------------------------------------------------------
