@@ -3,7 +3,7 @@ same merge of synthetic Llama-shaped bf16 checkpoints (Hugging Face folders, sha
 subprocesses.
 
     python benchmarks/bench_merge.py [--layers 4] [--hidden 2048] [--methods ties,task_arithmetic] [--keep DIR]
-        [--no-mergekit]
+        [--no-mergekit] [--repeat N]
 
 The floor reads every input tensor with ``safetensors.safe_open`` and writes one output (the base's tensors, through
 genlab's writer, fsync included): no merge can take less. "floor, fresh output" writes copies of those tensors in
@@ -14,7 +14,9 @@ read of the inputs (so every run reads from the page cache); wall time, CPU time
 are compared with mergekit's tensor by tensor (``genlab``, and ``genlab --no-mmap`` for task_arithmetic and linear,
 must be identical; ``--trim threshold`` keeps the same number of entries, and the count of differing entries is
 printed). If mergekit is missing, its rows are skipped. On a shared machine, read the ratios (runs back to back),
-not the absolute times.
+not the absolute times; with ``--repeat N`` every tool runs N times, the tools taking turns within each round, and
+the table shows each tool's median wall / CPU / peak RSS and the median over rounds of its wall time over the same
+round's floor (so a slow spell of the machine affects both sides of a ratio).
 
 Last results: see docs/merging.md ("Streaming, speed and memory").
 """
@@ -25,6 +27,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -152,6 +155,7 @@ def main() -> None:
     ap.add_argument("--methods", default="ties,task_arithmetic")
     ap.add_argument("--keep", type=Path, default=None, help="work folder to keep (default: a temporary one)")
     ap.add_argument("--no-mergekit", action="store_true", help="leave mergekit's rows out (they take longest)")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds of every tool (medians are reported)")
     ap.add_argument("--floor", nargs="+", type=Path, help=argparse.SUPPRESS)  # internal: OUT INPUT...
     ap.add_argument("--fresh", action="store_true", help=argparse.SUPPRESS)  # internal: the floor writes copies
     args = ap.parse_args()
@@ -210,13 +214,16 @@ def main() -> None:
             mk = str(Path(sys.executable).parent / "mergekit-yaml")
             runs["mergekit"] = [mk, str(work / f"{method}.yml"), str(work / f"out_mergekit_{method}"),
                                 "--random-seed", "0", "--no-copy-tokenizer", "--quiet"]  # fmt: skip
-        results = {}
-        for tool, cmd in runs.items():
-            results[tool] = r = timed(cmd, env)
+        rounds = [{tool: timed(cmd, env) for tool, cmd in runs.items()} for _ in range(max(1, args.repeat))]
+        results = {tool: {key: statistics.median(r[tool][key] for r in rounds) for key in rounds[0][tool]}
+                   for tool in runs}  # fmt: skip
+        for tool, r in results.items():
             speed = total / 1e9 / r["wall"]
-            ratio = r["wall"] / results["floor"]["wall"]
+            ratio = statistics.median(x[tool]["wall"] / x["floor"]["wall"] for x in rounds)
+            spread = "" if len(rounds) == 1 else " ({:.1f}-{:.1f})".format(
+                *(f(x[tool]["wall"] / x["floor"]["wall"] for x in rounds) for f in (min, max)))
             print(f"{method:>16} {tool:>22} {r['wall']:>8.1f} {r['cpu']:>8.1f} {r['rss_mb']:>12.0f} {speed:>6.3f} "
-                  f"{ratio:>7.1f}x")  # fmt: skip
+                  f"{ratio:>7.1f}x{spread}")  # fmt: skip
         if "mergekit" in results:
             g, m = results["genlab"], results["mergekit"]
             theirs = read_all(work / f"out_mergekit_{method}")
