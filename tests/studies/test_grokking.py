@@ -1,6 +1,8 @@
 """Pieces of the grokking study: modular data, models, onset detection, training regimes and claim checks."""
 
 import dataclasses
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -526,3 +528,13 @@ def test_claim5_uses_the_extra_ascent_and_control_seeds_and_claim4_does_not():
     assert ev.held is True and ev.test.n == 11 and ev.test.effect == pytest.approx(
         np.mean([np.log(a / (a - 100)) for a in (ASC + extra)[1:]]))
     assert check_ascent(m, CFG).test.n == 7
+
+
+def test_claim5_confirmatory_run_is_the_documented_power_calculation():
+    # the 13-seed run's CI and estimate (unrounded, run seed 0), 80 % power at level 0.99 (Holm over the 10
+    # empirical claims, Bonferroni's bound), plus the pilot-seed index that the checks leave out
+    page = (Path(__file__).resolve().parents[2] / "docs" / "studies" / "grokking.md").read_text()
+    (n,) = re.findall(r"^genlab run grokking --seed 1 --set control_seeds=(\d+)$", page, re.M)
+    sd = spread_from_ci(-0.06111714188823407, 0.005954026791288605, 13)
+    assert int(n) == units_for_power(sd, 0.027581557548472732, level=0.99) + len(CFG.pilot_seeds) == 52
+    assert units_for_power(sd, 0.027581557548472732) == 34  # what level 0.95 would have asked for
