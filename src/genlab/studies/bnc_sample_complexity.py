@@ -187,6 +187,8 @@ class BncSampleComplexity(Study):
                   "staircase_grid": 4, "staircase_max_runs": 8, "ns": (4, 8), "resamples": 20, "relu_samples": 1,
                   "workers": 1},
         "quick": {},
+        # quick at a pool where the Massart certificate can fail (docs: "A confirmatory run"); ReLU arm off
+        "confirm": {"pool": 760, "relu_samples": 0},
         "full": {"items": 20, "pool": 400, "resolution": 6, "node_limit": 1000, "staircase_instances": 6,
                  "staircase_grid": 101, "staircase_max_runs": 2000, "resamples": 1000, "relu_samples": 61},
     }
