@@ -219,9 +219,9 @@ def main() -> None:
                    for tool in runs}  # fmt: skip
         for tool, r in results.items():
             speed = total / 1e9 / r["wall"]
-            ratio = statistics.median(x[tool]["wall"] / x["floor"]["wall"] for x in rounds)
-            spread = "" if len(rounds) == 1 else " ({:.1f}-{:.1f})".format(
-                *(f(x[tool]["wall"] / x["floor"]["wall"] for x in rounds) for f in (min, max)))
+            ratios = [x[tool]["wall"] / x["floor"]["wall"] for x in rounds]
+            ratio = statistics.median(ratios)
+            spread = "" if len(rounds) == 1 else f" ({min(ratios):.1f}-{max(ratios):.1f})"
             print(f"{method:>16} {tool:>22} {r['wall']:>8.1f} {r['cpu']:>8.1f} {r['rss_mb']:>12.0f} {speed:>6.3f} "
                   f"{ratio:>7.1f}x{spread}")  # fmt: skip
         if "mergekit" in results:
